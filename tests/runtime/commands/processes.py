@@ -25,21 +25,24 @@ RUN_CLI = "from edgespec.cli import console_main; sys.exit(console_main(sys.argv
 
 class Command:
     """``edgespec ARGS`` in a process of its own, its stderr in ``log`` (its stdout beside it,
-    ``log`` with ``.out`` added); ``prelude``: Python statements run before the command.
-    Forked from the worker's zygote (:mod:`tests.runtime.commands.zygote`), unless
-    ``EDGESPEC_TEST_FRESH_PROCESSES=1``."""
+    ``log`` with ``.out`` added); ``prelude``: Python statements run before the command;
+    ``env``: its environment (this process's by default). Forked from the worker's zygote
+    (:mod:`tests.runtime.commands.zygote`), unless ``EDGESPEC_TEST_FRESH_PROCESSES=1``."""
 
-    def __init__(self, args: list[str], log: Path, prelude: str = "") -> None:
+    def __init__(
+        self, args: list[str], log: Path, prelude: str = "", env: dict[str, str] | None = None
+    ) -> None:
         self.log, self.out = log, log.with_name(log.name + ".out")
         code = SHELL_SIGNALS + prelude + RUN_CLI
+        env = dict(os.environ) if env is None else env
         self.process: subprocess.Popen[bytes] | ZygoteProcess
         if os.environ.get("EDGESPEC_TEST_FRESH_PROCESSES") != "1":
             log.write_bytes(b""), self.out.write_bytes(b"")  # there as the command starts
-            self.process = zygote.start(code, args, self.out, log)
+            self.process = zygote.start(code, args, self.out, log, env)
             return
         with log.open("wb") as stderr, self.out.open("wb") as stdout:
             self.process = subprocess.Popen([sys.executable, "-c", code, *args], stdout=stdout,
-                                            stderr=stderr, cwd=ROOT)  # fmt: skip
+                                            stderr=stderr, cwd=ROOT, env=env)  # fmt: skip
 
     @property
     def lines(self) -> list[str]:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from edgespec.cli import main
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.commands.draft_stages import split_stages
+from tests.runtime.commands.processes import Command
 
 PROMPT = (5, 6, 7, 8, 9)
 
@@ -27,38 +26,16 @@ PROMPT = (5, 6, 7, 8, 9)
 def served(tmp_path_factory: pytest.TempPathFactory, target_model: Any) -> Iterator[str]:
     model_dir = tmp_path_factory.mktemp("model")
     target_model.save_pretrained(model_dir)
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "edgespec.cli",
-            "serve",
-            "--target",
-            str(model_dir),
-            "--port",
-            "0",
-            "--draft",
-            str(model_dir),
-            "--threads",
-            "1",
-            "--set",
-            "max_batch_size=4",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if "listening on" not in line:
-        proc.kill()
-        pytest.fail(f"server did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
-    address = line.split("listening on ")[1].split()[0]
-    yield f"{address}|{model_dir}"
-    proc.terminate()
-    proc.wait(timeout=20)
+    args = ["serve", "--target", str(model_dir), "--port", "0", "--draft", str(model_dir)]
+    args += ["--threads", "1", "--set", "max_batch_size=4"]
+    log = tmp_path_factory.mktemp("serve") / "stderr"
+    server = Command(args, log, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        line = server.wait_for("listening on", stdout=True).string
+        address = line.split("listening on ")[1].split()[0]
+        yield f"{address}|{model_dir}"
+    finally:
+        server.kill()
 
 
 def test_draft_command_streams_lossless_output(

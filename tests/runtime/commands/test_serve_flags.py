@@ -5,8 +5,6 @@ real server started with them."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.commands.draft_stages import split_stages
+from tests.runtime.commands.processes import Command
 
 PROMPT = (5, 6, 7, 8, 9)
 
@@ -168,18 +167,13 @@ def test_served_with_wisp_slo_classes_and_no_prefix_cache(
 ) -> None:
     model_dir = tmp_path / "model"
     target_model.save_pretrained(model_dir)
-    command = [sys.executable, "-m", "edgespec.cli", "serve", "--target", str(model_dir)]
-    command += ["--port", "0", "--threads", "1", "--batching", "wisp"]
-    command += ["--profile", "a100-qwen3-32b", "--guard-ms", "1", "--deadline-rule"]
-    command += ["token_speed", "--slo-class", "gold=50", "--no-prefix-cache"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    )
+    flags = ["serve", "--target", str(model_dir), "--port", "0", "--threads", "1"]
+    flags += ["--batching", "wisp", "--profile", "a100-qwen3-32b", "--guard-ms", "1"]
+    flags += ["--deadline-rule", "token_speed", "--slo-class", "gold=50", "--no-prefix-cache"]
+    server = Command(flags, tmp_path / "stderr", env={**os.environ, "OMP_NUM_THREADS": "1"})
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert "listening on" in line and "batching wisp, no prefix cache" in line, line
+        line = server.wait_for("listening on", stdout=True).string
+        assert "batching wisp, no prefix cache" in line, line
         address = line.split("listening on ")[1].split()[0]
         ids = ",".join(map(str, PROMPT))
         args = ["draft", "--server", address, "--draft", "ngram", "--prompt-ids", ids]
@@ -197,8 +191,7 @@ def test_served_with_wisp_slo_classes_and_no_prefix_cache(
         stats = RemoteVerifier(address).stats()
         assert stats.num_cache_hits == 0 and stats.num_cache_misses > 0
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+        server.kill()
 
 
 def test_device_and_dtype_flags_override_the_config_file(tmp_path: Path) -> None:

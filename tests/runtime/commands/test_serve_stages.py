@@ -5,10 +5,11 @@ listens on, and the stage lines' timing format."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
+import signal
 from pathlib import Path
 from typing import Any
+
+from tests.runtime.commands.processes import Command
 
 
 def test_serve_says_each_start_up_stage_on_stderr(tmp_path: Path, target_model: Any) -> None:
@@ -19,22 +20,20 @@ def test_serve_says_each_start_up_stage_on_stderr(tmp_path: Path, target_model: 
 
     model_dir = tmp_path / "model"
     target_model.save_pretrained(model_dir)
-    argv = [sys.executable, "-m", "edgespec.cli", "serve", "--target", str(model_dir)]
-    argv += ["--port", "0", "--draft", "ngram", "--threads", "1"]
+    args = ["serve", "--target", str(model_dir), "--port", "0", "--draft", "ngram"]
+    args += ["--threads", "1"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "EDGESPEC_CACHE": str(tmp_path / "cache")}
     said = []
-    for _ in range(2):
-        proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-        )
-        assert proc.stdout is not None and proc.stderr is not None
+    for start in range(2):
+        command = Command(args, tmp_path / f"stderr-{start}", env=env)
         try:
-            assert "listening on 127.0.0.1:" in proc.stdout.readline()
+            command.wait_for("listening on 127.0.0.1:", stdout=True)
+            assert command.out.read_text().startswith("edgespec serve: listening on ")
+            command.process.send_signal(signal.SIGTERM)
+            command.stopped(20)
         finally:
-            proc.terminate()
-            proc.wait(timeout=20)
-        lines = proc.stderr.read().splitlines()
-        said.append([line.split("] ", 1)[1] for line in lines if "s] " in line])
+            command.kill()
+        said.append([line.split("] ", 1)[1] for line in command.lines if "s] " in line])
     expected = [
         f"loading the target {model_dir} ...",
         "probing the target's attention masks and checking batched against one-at-a-time "

@@ -105,8 +105,11 @@ def _read(sock: socket.socket, size: int, timeout_s: float) -> bytes:
 _zygote: tuple[subprocess.Popen[bytes], socket.socket] | None = None
 
 
-def start(code: str, args: list[str], stdout: Path, stderr: Path) -> ZygoteProcess:
-    """``python -c code args...`` forked from this worker's zygote (started the first time)."""
+def start(
+    code: str, args: list[str], stdout: Path, stderr: Path, env: dict[str, str]
+) -> ZygoteProcess:
+    """``python -c code args...`` forked from this worker's zygote (started the first time),
+    in the environment ``env`` (what the zygote imported read the worker's as it started)."""
     global _zygote
     if _zygote is None or _zygote[0].poll() is not None:
         ours, theirs = socket.socketpair()
@@ -118,10 +121,12 @@ def start(code: str, args: list[str], stdout: Path, stderr: Path) -> ZygoteProce
         theirs.close()
         _zygote = (process, ours)
         atexit.register(_stop, process, ours)
-    request = Start(code, tuple(args), str(stdout), str(stderr), str(ROOT), dict(os.environ))
+    request = Start(code, tuple(args), str(stdout), str(stderr), str(ROOT), env)
     status, theirs = socket.socketpair()
     body = pickle.dumps(request)
-    socket.send_fds(_zygote[1], [_INT.pack(len(body)) + body], [theirs.fileno()])
+    message = _INT.pack(len(body)) + body
+    sent = socket.send_fds(_zygote[1], [message], [theirs.fileno()])
+    _zygote[1].sendall(message[sent:])  # the rest, where one message did not take it all
     theirs.close()
     return ZygoteProcess(status)
 
@@ -154,7 +159,9 @@ def serve(fd: int) -> None:
         size = _INT.unpack(message[: _INT.size])[0]
         body = message[_INT.size :]
         while len(body) < size:
-            body += requests.recv(size - len(body))
+            if not (chunk := requests.recv(size - len(body))):
+                return
+            body += chunk
         request: Start = pickle.loads(body)
         if os.fork() == 0:
             requests.close()
