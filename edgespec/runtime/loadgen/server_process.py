@@ -90,10 +90,12 @@ class ServerProcess:
             self._proc.wait()
 
     def stop(self) -> None:
-        """SIGINT (a clean shutdown), then SIGKILL after 10 s."""
+        """SIGTERM (a clean shutdown), then SIGKILL after 10 s. Not SIGINT: a server started
+        by a process that ignores it (a script's background job, a test worker) inherits it
+        ignored and keeps it so."""
         if self._proc is None or self._proc.poll() is not None:
             return
-        self._proc.send_signal(signal.SIGINT)
+        self._proc.send_signal(signal.SIGTERM)
         try:
             self._proc.wait(10)
         except subprocess.TimeoutExpired:
