@@ -13,6 +13,7 @@ import resource
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 import grpc
 import pytest
@@ -85,8 +86,12 @@ def test_connections_over_the_cap_are_closed_as_they_are_accepted(
     channel.close()
 
 
-def _states(channel: grpc.Channel) -> tuple[list[grpc.ChannelConnectivity], threading.Event]:
-    """The connectivity states ``channel`` goes through, and an event set once it is idle
+def _states(
+    channel: grpc.Channel,
+) -> tuple[Callable[[grpc.ChannelConnectivity], None], threading.Event]:
+    """The callback that notes the connectivity states ``channel`` goes through (subscribed:
+    unsubscribe it before the channel closes, or grpc's polling thread raises ``Cannot
+    monitor channel state: Channel closed!``), and an event set once the channel is idle
     again after being ready (the server closed the connection)."""
     seen: list[grpc.ChannelConnectivity] = []
     idle_again = threading.Event()
@@ -97,7 +102,7 @@ def _states(channel: grpc.Channel) -> tuple[list[grpc.ChannelConnectivity], thre
             idle_again.set()
 
     channel.subscribe(note)
-    return seen, idle_again
+    return note, idle_again
 
 
 def test_an_idle_connection_is_closed_and_a_drafters_session_goes_on(
@@ -106,13 +111,14 @@ def test_an_idle_connection_is_closed_and_a_drafters_session_goes_on(
     monkeypatch.setattr(grpc_limits, "IDLE_CONNECTION_S", 1.0)
     server = make_server()
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
-    _, idle_again = _states(channel)
+    note, idle_again = _states(channel)
     stub = pb_grpc.VerificationStub(channel)
     assert stub.Health(pb.HealthRequest(), timeout=10).serving
     began = time.monotonic()
     assert idle_again.wait(10.0)
     assert time.monotonic() - began > 0.5
     assert stub.Health(pb.HealthRequest(), timeout=10).serving  # reconnected
+    channel.unsubscribe(note)
     channel.close()
     verifier = RemoteVerifier(f"127.0.0.1:{server.port}", timeout_s=10)
     verifier.open(SessionSpec("s", "c", PROMPT, GREEDY))
