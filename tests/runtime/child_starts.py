@@ -6,6 +6,7 @@ left running, its process never ended by the stop."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing.forkserver
 import multiprocessing.popen_forkserver
 import os
@@ -16,6 +17,8 @@ from typing import Any
 
 import psutil
 import pytest
+
+from tests.runtime.commands.processes import still_running
 
 
 @dataclass(slots=True)
@@ -64,21 +67,15 @@ def children_left(timeout_s: float = 30.0) -> list[int]:
     while alive and time.monotonic() < deadline:
         time.sleep(0.1)
         alive = _running_children()
-    for child in alive:
-        child.kill()
-    return [child.pid for child in alive]
+    for pid in alive:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return alive
 
 
-def _running_children() -> list[psutil.Process]:
+def _running_children() -> list[int]:
     try:
         children = psutil.Process(fork_server_pid()).children()
     except psutil.NoSuchProcess:
         return []
-    running = []
-    for child in children:
-        try:
-            if child.status() != psutil.STATUS_ZOMBIE:  # a zombie not reaped yet has ended
-                running.append(child)
-        except psutil.NoSuchProcess:
-            continue
-    return running
+    return still_running(child.pid for child in children)

@@ -9,7 +9,10 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
+
+import psutil
 
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from tests.runtime.commands import zygote
@@ -78,6 +81,18 @@ class Command:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+
+
+def still_running(pids: Iterable[int]) -> list[int]:
+    """Those of ``pids`` still running (a zombie not reaped yet has ended)."""
+    running = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                running.append(pid)
+        except psutil.NoSuchProcess:
+            continue
+    return running
 
 
 def open_sessions(address: str, settle_s: float = 5.0) -> int:

@@ -14,12 +14,12 @@ import signal
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from edgespec.cli import main
 from edgespec.runtime.wire.grpc_server import ServerThread
 from tests.runtime.child_starts import children_left, signal_inside_starts
+from tests.runtime.commands.processes import still_running
 
 
 @pytest.mark.parametrize(
@@ -70,19 +70,7 @@ def test_a_signal_while_the_bench_server_starts_leaves_it_stoppable(
     with pytest.raises(Terminated), sigterm_raises():
         server.start()
     server.kill()  # what the bench's stop does with it
-    left = _alive(spawned)
+    left = still_running(spawned)
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert (len(spawned), left) == (1, [])
-
-
-def _alive(pids: list[int]) -> list[int]:
-    """Those of ``pids`` still running (a zombie not reaped yet does not)."""
-    running = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                running.append(pid)
-        except psutil.NoSuchProcess:
-            continue
-    return running

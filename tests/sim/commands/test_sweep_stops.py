@@ -18,7 +18,11 @@ import psutil
 import pytest
 import yaml
 
-from tests.runtime.commands.processes import RUN_CLI, SHELL_SIGNALS  # SIGINT as from a shell
+from tests.runtime.commands.processes import (  # SIGINT as from a shell
+    RUN_CLI,
+    SHELL_SIGNALS,
+    still_running,
+)
 from tests.sim.helpers import tiny_scenario
 
 STOPPED_WITHIN_S = 5.0
@@ -60,29 +64,18 @@ def _stopped(
     try:
         _, err = driver.communicate(timeout=WAITED_S)
     except subprocess.TimeoutExpired:
-        for pid in [driver.pid, *_alive(workers)]:
+        for pid in [driver.pid, *still_running(workers)]:
             os.kill(pid, signal.SIGKILL)
         _, err = driver.communicate()
         return -1, err, time.monotonic() - sent
     return driver.returncode, err, time.monotonic() - sent
 
 
-def _alive(pids: list[int]) -> list[int]:
-    alive = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                alive.append(pid)
-        except psutil.NoSuchProcess:
-            continue
-    return alive
-
-
 def _check_stopped(
     driver: subprocess.Popen[str], workers: list[int], signum: int, out: Path
 ) -> None:
     status, err, took_s = _stopped(driver, workers, signum)
-    left = _alive(workers)
+    left = still_running(workers)
     for pid in left:  # the old code's orphans: end them before asserting
         os.kill(pid, signal.SIGKILL)
     said = "interrupted" if signum == signal.SIGINT else "terminated"
