@@ -33,7 +33,7 @@ def _one_run(target: Any, prompts: list[tuple[int, ...]]) -> tuple[float, list[l
     from edgespec.core.types import SamplingParams
     from edgespec.runtime.backends.ngram import NgramDrafter
     from edgespec.runtime.errors import RequestError
-    from edgespec.runtime.messages import SessionSpec, VerifyCall
+    from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
     from edgespec.runtime.server.engine import VerificationEngine
 
     engine = VerificationEngine(target)
@@ -58,6 +58,7 @@ def _one_run(target: Any, prompts: list[tuple[int, ...]]) -> tuple[float, list[l
         for call, outcome in zip(calls, engine.verify_batch(calls), strict=True):
             if isinstance(outcome, RequestError):
                 raise outcome
+            assert isinstance(outcome, VerifyOutcome), outcome  # no prefill parts by default
             outputs[call.session_id].extend(outcome.committed_token_ids)
             if outcome.finished:
                 live.discard(call.session_id)

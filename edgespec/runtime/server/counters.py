@@ -68,8 +68,8 @@ class ServiceMetrics:
     ``num_verifications``: rounds decided and answered (a client gone before its answer
     and a hidden-state request are not counted), with their drafted, accepted and committed
     tokens; ``rejected_by_code``: every :class:`ErrorCode`, with the requests the service
-    refused with it; ``semantic_sessions`` and ``accepted_mismatches``: the engine's, by
-    threshold (:class:`EngineCounters`)."""
+    refused with it; ``num_prefill_parts``: the engine's; ``semantic_sessions`` and
+    ``accepted_mismatches``: the engine's, by threshold (:class:`EngineCounters`)."""
 
     stats: ServerStats
     num_verifications: int
@@ -78,6 +78,7 @@ class ServiceMetrics:
     num_committed_tokens: int
     num_sessions_opened: int
     num_sessions_closed: int
+    num_prefill_parts: int
     rejected_by_code: tuple[tuple[str, int], ...]
     semantic_sessions: tuple[tuple[int, int], ...]
     accepted_mismatches: tuple[tuple[int, int], ...]
@@ -175,6 +176,7 @@ class ServiceCounters:
             num_committed_tokens=self.num_committed_tokens,
             num_sessions_opened=self.num_sessions_opened,
             num_sessions_closed=self.num_sessions_closed,
+            num_prefill_parts=c.num_prefill_parts,
             rejected_by_code=tuple((e.value, self.rejected_by_code[e.value]) for e in ErrorCode),
             semantic_sessions=c.semantic_sessions,
             accepted_mismatches=c.accepted_mismatches,

@@ -12,7 +12,8 @@ opened with ``return_hidden`` also gets the target's hidden states of the commit
 positions its client lacks (``VerifyOutcome.target_hidden``, which ones:
 :mod:`edgespec.runtime.server.returned_hidden`). With ``prefix_cache=False`` (the
 SLED-style baseline) no KV outlives a verification: each forwards the whole context (same
-outputs).
+outputs). With ``prefill_tokens_per_batch``, a long uncached context is forwarded a part per
+batch (:mod:`edgespec.runtime.server.prefill_parts`).
 
 The sessions, their KV caches and the LRU budget are the engine's
 :class:`~edgespec.runtime.server.engine_sessions.SessionTable`. A session's rule
@@ -34,6 +35,7 @@ from edgespec.policies.contracts import PolicyContractError
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, TargetBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import VerifyCall, VerifyOutcome
+from edgespec.runtime.server.commit import commit_verdict
 from edgespec.runtime.server.engine_checks import check_verify_call
 from edgespec.runtime.server.engine_sessions import SessionTable
 from edgespec.runtime.server.hidden_followup import (
@@ -45,17 +47,25 @@ from edgespec.runtime.server.hidden_followup import (
     logit_hidden_rows,
     waiting_outcome,
 )
-from edgespec.runtime.server.returned_hidden import first_returned_position, returned_rows
+from edgespec.runtime.server.prefill_parts import (
+    PrefillPart,
+    keep_part,
+    merge_kept_rows,
+    next_part,
+    next_pass_sizes,
+    part_item,
+)
+from edgespec.runtime.server.returned_hidden import first_returned_position
 from edgespec.runtime.server.session_record import EngineSession
 from edgespec.runtime.server.verification import (
     EXACT_RULES,
     AnyRule,
     Verdict,
-    cut_committed,
 )
 
-_Live = tuple[int, EngineSession, VerifyCall, ForwardItem]
-"""A call forwarded in this batch: (its index, session, call, forward item)."""
+_Live = tuple[int, EngineSession, VerifyCall, ForwardItem, bool]
+"""A call forwarded in this batch: (its index, session, call, forward item, whether the item
+is a prefill part)."""
 _Followup = tuple[int, EngineSession, VerifyCall]
 """A semantic SH follow-up, decided from the session's kept pass: (index, session, call)."""
 
@@ -75,9 +85,11 @@ class VerificationEngine(SessionTable):
         clock: Callable[[], float] = monotonic,
         rules: Mapping[str, AnyRule] = EXACT_RULES,
         prefix_cache: bool = True,
+        prefill_tokens_per_batch: int | None = None,
     ) -> None:
         super().__init__(backend, kv_budget_tokens, max_sessions, clock, rules)
         self._prefix_cache = prefix_cache
+        self._prefill_tokens_per_batch = prefill_tokens_per_batch
 
     # --- verification
 
@@ -89,28 +101,22 @@ class VerificationEngine(SessionTable):
         if pending is not None and session.hidden_rule is not None:
             check_followup_call(call, pending, session.hidden_rule)
             return
-        check_verify_call(
-            call,
-            len(session.tokens),
-            session.finished,
-            session.spec,
-            self.backend,
-            session.rule,
-            max_draft_tokens,
-        )
+        check_verify_call(call, len(session.tokens), session.finished, session.spec,
+                          self.backend, session.rule, max_draft_tokens)  # fmt: skip
 
     def pending_sizes(self, session_id: str, num_draft: int) -> tuple[int, int]:
         """(num_new_tokens, num_cached_tokens) a verification of ``num_draft`` would have."""
         s = self._get(session_id)
         if s.pending is not None:  # a follow-up forwards nothing: its pass is kept
             return followup_sizes(s.pending)
-        return len(s.tokens) - s.kv_len + num_draft, s.kv_len
+        return next_pass_sizes(s, num_draft, self._prefill_tokens_per_batch, self._budget)
 
     def verify_batch(
         self, calls: Sequence[VerifyCall], serials: Sequence[int] | None = None
-    ) -> list[VerifyOutcome | RequestError]:
+    ) -> list[VerifyOutcome | RequestError | PrefillPart]:
         """Verify all calls in ONE backend forward pass. Calls must be pre-validated and
-        name distinct sessions; a call whose session vanished meanwhile gets its error.
+        name distinct sessions; a call whose session vanished meanwhile gets its error, one
+        whose pass forwards a prefill part a :class:`PrefillPart` (send it again).
         ``serials``: the session each call was admitted for (:meth:`session_serial`), so
         a call whose session closed never touches a later one under the same id (``None``:
         the sessions open now)."""
@@ -119,22 +125,28 @@ class VerificationEngine(SessionTable):
         if not live and not followups:
             return results
         try:
-            outputs = self.backend.forward([item for _, _, _, item in live]) if live else []
+            outputs = self.backend.forward([e[3] for e in live]) if live else []
         except Exception:
             with self._lock:  # sessions keep their caches (and stored rows): back into the LRU
-                for _, s, _, _ in live:
+                for _, s, *_ in live:
                     self._relist(s)
             raise
         finally:
             with self._lock:
-                for _, s, _, _ in live:
+                for _, s, *_ in live:
                     s.in_flight = False
         with self._lock:
             if live:
                 self._tally.num_forward_passes += 1
-            self._tally.num_tokens_forwarded += sum(len(i.new_token_ids) for *_, i in live)
-            self._tally.num_verifications += len(live)
-            for (index, s, c, item), out in zip(live, outputs, strict=True):
+            self._tally.num_tokens_forwarded += sum(len(e[3].new_token_ids) for e in live)
+            num_parts = sum(part for *_, part in live)
+            self._tally.num_verifications += len(live) - num_parts
+            self._tally.num_prefill_parts += num_parts
+            for (index, s, c, item, part), out in zip(live, outputs, strict=True):
+                if part:
+                    results[index] = self._keep_part(s, c, item, out)
+                    continue
+                item, out = merge_kept_rows(s, item, out)  # a prefill in parts: its last pass
                 if s.hidden_rule is None:
                     results[index] = self._apply(s, c, item, out)
                 else:
@@ -146,11 +158,11 @@ class VerificationEngine(SessionTable):
 
     def _claim(
         self, calls: Sequence[VerifyCall], serials: Sequence[int] | None
-    ) -> tuple[list[VerifyOutcome | RequestError], list[_Live], list[_Followup]]:
+    ) -> tuple[list[VerifyOutcome | RequestError | PrefillPart], list[_Live], list[_Followup]]:
         """(a placeholder or the error per call, the calls to forward with their items,
         the SH follow-ups decided from a kept pass), under the lock: each forwarded
         session is marked in flight and taken out of the LRU."""
-        results: list[VerifyOutcome | RequestError] = []
+        results: list[VerifyOutcome | RequestError | PrefillPart] = []
         live: list[_Live] = []
         followups: list[_Followup] = []
         for index, c in enumerate(calls):
@@ -174,24 +186,40 @@ class VerificationEngine(SessionTable):
                 )
                 continue
             results.append(RequestError(ErrorCode.UNAVAILABLE, "not run"))  # placeholder
-            live.append((index, s, c, self._forward_item(s, c)))
+            live.append((index, s, c, *self._forward_item(s, c)))
         return results, live, followups
 
-    def _forward_item(self, s: EngineSession, c: VerifyCall) -> ForwardItem:
-        """The session's uncached tokens and the draft, to forward now (its cache counted
-        as a hit or a miss, a miss re-prefilling from 0)."""
+    def _forward_item(self, s: EngineSession, c: VerifyCall) -> tuple[ForwardItem, bool]:
+        """The session's uncached tokens and the draft, to forward now, or the next part of
+        its uncached tokens (``True``: a part); its cache is counted as a hit or a miss at
+        a verification's first pass, a miss re-prefilling from 0."""
         s.in_flight = True
-        if s.kv is None:
-            self._tally.num_cache_misses += 1
-            self._tally.num_reprefills += int(s.was_evicted)
-            s.kv_len = 0
-        else:
-            self._tally.num_cache_hits += 1
+        if s.prefill_start is None:  # a verification's first pass: a cache hit or a miss
+            hit = s.kv is not None
+            self._tally.num_cache_hits += hit
+            self._tally.num_cache_misses += not hit
+            self._tally.num_reprefills += not hit and s.was_evicted
+            s.kv_len = s.kv_len if hit else 0
         self._lru.pop(c.session_id, None)  # not evictable while in flight
         new, k = (*s.tokens[s.kv_len :], *c.draft_token_ids), len(c.draft_token_ids)
+        part = next_part(s, k, self._prefill_tokens_per_batch, self._budget)
+        if part is not None:  # a long uncached context: its next part alone
+            return part_item(s, part), True
         want_hidden = s.spec.return_hidden or s.hidden_rule is not None
         return ForwardItem(s.kv, s.kv_len, new, k + 1, want_hidden, c.draft_parents,
-                           hidden_of_logits_only=not s.spec.return_hidden)  # fmt: skip
+                           hidden_of_logits_only=not s.spec.return_hidden), False  # fmt: skip
+
+    def _keep_part(
+        self, s: EngineSession, call: VerifyCall, item: ForwardItem, out: ForwardOutput
+    ) -> PrefillPart:
+        """``s`` keeps a part's KV (and rows), in the LRU; the sizes of its next pass."""
+        keep_part(s, item, out)
+        self._relist(s)
+        s.last_used_s = self._clock()
+        sizes = next_pass_sizes(
+            s, len(call.draft_token_ids), self._prefill_tokens_per_batch, self._budget
+        )
+        return PrefillPart(len(item.new_token_ids), *sizes)
 
     def _judge_hidden(
         self, s: EngineSession, call: VerifyCall, item: ForwardItem, out: ForwardOutput
@@ -255,44 +283,11 @@ class VerificationEngine(SessionTable):
         out: ForwardOutput,
         judged: Verdict | None = None,
     ) -> VerifyOutcome:
-        sampling, draft = s.spec.sampling, call.draft_token_ids
         if judged is None:
-            judged = s.rule.verdict(call, sampling, out.rows, s.rng)
-        result, path = judged.result, judged.path
-        budget = sampling.max_new_tokens - s.num_output_tokens
-        committed = cut_committed(result.committed_token_ids, budget, self.backend.eos_token_ids)
-        old_total = len(s.tokens)
-        s.tokens.extend(committed)
-        s.num_output_tokens += len(committed)
-        s.finished = s.num_output_tokens >= sampling.max_new_tokens or (
-            bool(committed) and committed[-1] in self.backend.eos_token_ids
-        )
+            judged = s.rule.verdict(call, s.spec.sampling, out.rows, s.rng)
+        keep_cache = self._prefix_cache and self._holds(s)
+        outcome = commit_verdict(s, call, item, out, judged, self.backend, keep_cache)
         s.last_used_s = self._clock()
-        accepted = path if path is not None else tuple(range(result.num_accepted))
-        kv_nodes = accepted[: max(len(committed) - 1, 0)]  # the newest token is forwarded next
-        cached = self._prefix_cache and out.kv is not None  # None: a kept pass's KV evicted
-        if self._holds(s) and not s.finished and cached:
-            s.kv_len = old_total + len(kv_nodes)
-            if path is None:
-                s.kv = self.backend.crop(out.kv, s.kv_len)
-            else:  # keep the accepted path's entries, drop the other branches
-                keep = [*range(old_total), *(old_total + i for i in kv_nodes)]
-                s.kv = self.backend.gather(out.kv, keep)
-        else:
-            s.kv, s.kv_len = None, 0
-        first_row = first_returned_position(s.last_round is not None, call.prefix_len)
-        rows = out.hidden if s.spec.return_hidden else None  # forwarded, now committed
-        hidden, start = returned_rows(rows, item, len(draft), accepted[: len(committed)], first_row)
-        outcome = VerifyOutcome(
-            result,
-            tuple(committed),
-            s.finished,
-            len(item.new_token_ids),
-            hidden,
-            start,
-            path,
-            accepted_mismatches=judged.committed_mismatches(len(committed)),
-        )
         block = VerifyCall(call.session_id, call.prefix_len, call.draft_token_ids,
                            draft_parents=call.draft_parents)  # fmt: skip
         self._tally.count_round(s, outcome)  # lossy sessions, accepted mismatches

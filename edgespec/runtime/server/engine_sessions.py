@@ -38,6 +38,7 @@ from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.server.engine_checks import check_session_spec, same_block
 from edgespec.runtime.server.hidden_followup import PendingHidden
+from edgespec.runtime.server.prefill_parts import eviction_order
 from edgespec.runtime.server.session_record import EngineSession, evict, held_tokens, stored_rows
 from edgespec.runtime.server.verification import (
     AnyRule,
@@ -49,9 +50,11 @@ from edgespec.runtime.server.verification import (
 
 @dataclass(frozen=True, slots=True)
 class EngineCounters:
-    """The engine's totals and its cache's size now. ``semantic_sessions``: (threshold,
-    lossy sessions that committed a round under it), ``accepted_mismatches``: (threshold,
-    mismatching draft tokens those sessions committed), sorted, thresholds seen only."""
+    """The engine's totals and its cache's size now. ``num_prefill_parts``: passes that
+    forwarded a part of a long uncached context (:mod:`.prefill_parts`).
+    ``semantic_sessions``: (threshold, lossy sessions that committed a round under it),
+    ``accepted_mismatches``: (threshold, mismatching draft tokens those sessions committed),
+    sorted, thresholds seen only."""
 
     num_forward_passes: int
     num_tokens_forwarded: int
@@ -63,6 +66,7 @@ class EngineCounters:
     num_cached_tokens: int
     num_cached_bytes: int
     num_sessions: int
+    num_prefill_parts: int = 0
     semantic_sessions: tuple[tuple[int, int], ...] = ()
     accepted_mismatches: tuple[tuple[int, int], ...] = ()
 
@@ -84,6 +88,7 @@ class _Tally:
     num_cache_misses: int = 0
     num_reprefills: int = 0
     num_evictions: int = 0
+    num_prefill_parts: int = 0
     semantic_sessions: Counter[int] = field(default_factory=Counter)
     accepted_mismatches: Counter[int] = field(default_factory=Counter)
 
@@ -252,10 +257,13 @@ class SessionTable:
 
     def _enforce_budget(self) -> None:
         """Evict the oldest sessions' KV and kept hidden rows (a row a token) while the
-        sessions in the LRU hold more tokens than the budget."""
+        sessions in the LRU hold more tokens than the budget; those between the parts of a
+        prefill in parts last (:func:`~.prefill_parts.eviction_order`)."""
         total = sum(held_tokens(self._sessions[sid]) for sid in self._lru)
-        while total > self._budget and self._lru:
-            sid, _ = self._lru.popitem(last=False)
+        for sid in eviction_order(self._lru, self._sessions):
+            if total <= self._budget:
+                break
+            del self._lru[sid]
             s = self._sessions[sid]
             total -= held_tokens(s)
             self._tally.num_evictions += evict(s, self._budget)

@@ -16,7 +16,7 @@ import asyncio
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from edgespec.core.types import PendingVerification
 from edgespec.policies.contracts import PolicyContractError
@@ -27,6 +27,7 @@ from edgespec.runtime.server.batch_groups import BatchGroups
 from edgespec.runtime.server.batch_planner import BatchPlanner
 from edgespec.runtime.server.counters import ServiceCounters
 from edgespec.runtime.server.engine import VerificationEngine
+from edgespec.runtime.server.prefill_parts import PrefillPart
 from edgespec.runtime.server.round_log import RoundLog
 from edgespec.runtime.server.verification import rule_labels
 
@@ -174,17 +175,18 @@ class Scheduler:
     def _answer(
         self,
         entries: Sequence[_Entry],
-        outcomes: Sequence[VerifyOutcome | RequestError],
+        outcomes: Sequence[VerifyOutcome | RequestError | PrefillPart],
         start: float,
         end: float,
     ) -> None:
-        """Count and log a verified batch, then resolve each of its calls."""
+        """Count and log a verified batch, then resolve each of its calls (a call whose
+        pass forwarded a prefill part goes back to the queue)."""
         self._counters.record_batch([e.pending for e in entries], start, end)
         pairs = zip(entries, outcomes, strict=True)
         verified = [  # decided rounds of open sessions (not those awaiting hidden states)
             (e.pending, o)
             for e, o in pairs
-            if not (e.closed or isinstance(o, RequestError) or o.hidden_request is not None)
+            if isinstance(o, VerifyOutcome) and not e.closed and o.hidden_request is None
         ]
         for pending, done in verified:
             self._admission.slo.verified(pending.session_id, done.result)
@@ -196,6 +198,11 @@ class Scheduler:
                 continue
             if isinstance(outcome, RequestError):
                 e.future.set_exception(outcome)
+                continue
+            if isinstance(outcome, PrefillPart):  # its next pass's sizes; its place kept
+                sizes = (outcome.num_new_tokens, outcome.num_cached_tokens)
+                e.pending = replace(e.pending, num_new_tokens=sizes[0], num_cached_tokens=sizes[1])
+                self.queue[e.pending.entry_id] = e
                 continue
             queue_s = start - e.pending.enqueued_s
             reply = VerifyReply(outcome, queue_s, end - start, len(entries), len(self.queue))

@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from edgespec.runtime.backends.base import KVState
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
@@ -41,14 +42,19 @@ class EngineSession:
     pending: PendingHidden | None = None  # a verification waiting for its follow-up
     last_round: tuple[VerifyCall, VerifyOutcome] | None = None
     rows_evicted: int = 0  # the hidden rows of last_round's outcome the budget dropped
+    # between the passes of a prefill in parts (edgespec.runtime.server.prefill_parts): the
+    # first part's position, and the parts' hidden rows of a return_hidden session
+    prefill_start: int | None = None
+    prefill_rows: npt.NDArray[np.float32] | None = None
 
 
 def stored_rows(s: EngineSession) -> int:
-    """The hidden rows ``s``'s kept outcome and waiting pass hold (counted against the
-    budget)."""
+    """The hidden rows ``s``'s kept outcome, waiting pass and prefill parts hold (counted
+    against the budget)."""
     hidden = None if s.last_round is None else s.last_round[1].target_hidden
     kept = 0 if hidden is None else int(hidden.shape[0])
-    return kept + (0 if s.pending is None else pending_rows(s.pending))
+    parts = 0 if s.prefill_rows is None else int(s.prefill_rows.shape[0])
+    return kept + parts + (0 if s.pending is None else pending_rows(s.pending))
 
 
 def held_tokens(s: EngineSession) -> int:
@@ -58,11 +64,13 @@ def held_tokens(s: EngineSession) -> int:
 
 def evict(s: EngineSession, budget: int) -> bool:
     """Drop ``s``'s KV and kept hidden rows (evicted under ``budget`` tokens): a waiting
-    pass keeps what decides its follow-up, a kept outcome its block. ``True`` when it held
+    pass keeps what decides its follow-up, a kept outcome its block, a prefill in parts
+    nothing. ``True`` when it held
     KV (an eviction: its next verification re-prefills)."""
     held, had_kv = held_tokens(s), s.kv is not None
     if had_kv:
         s.kv, s.kv_len, s.was_evicted = None, 0, True
+    s.prefill_start, s.prefill_rows = None, None  # a prefill in parts starts again
     if s.pending is not None and pending_rows(s.pending):
         s.pending = without_hidden_rows(s.pending, held, budget)
     if s.last_round is not None and (rows := stored_rows(s)):

@@ -21,6 +21,7 @@ from edgespec.runtime.edge.drafter import DraftOptions, GenerationResult, genera
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
 from edgespec.runtime.server.engine import VerificationEngine
+from edgespec.runtime.server.prefill_parts import PrefillPart
 
 
 class LocalVerifier:
@@ -37,6 +38,8 @@ class LocalVerifier:
         self.engine.validate(call, self._max_draft)
         start = time.perf_counter()
         outcome = self.engine.verify_batch([call])[0]
+        while isinstance(outcome, PrefillPart):  # a prefill in parts: its passes, one by one
+            outcome = self.engine.verify_batch([call])[0]
         if isinstance(outcome, RequestError):
             raise outcome
         return VerifyReply(outcome, 0.0, time.perf_counter() - start, 1)

@@ -210,6 +210,7 @@ ENGINE = EngineCounters(
     num_cached_tokens=30,
     num_cached_bytes=3000,
     num_sessions=4,
+    num_prefill_parts=11,
 )
 
 

@@ -6,7 +6,8 @@ identically to the same sessions verified one at a time with the same seeds. Eac
 draws which sessions take part, how many tokens each drafts (different per row), whether
 they are right, wrong, first-wrong or random, token trees beside chains, cold starts
 joining follow-ups and (through a small KV budget) evictions and re-prefills, long blocks
-prefilled in chunks of 7 tokens or whole; the targets
+prefilled in chunks of 7 tokens or whole, long contexts prefilled 6 tokens a batch
+(server/prefill_parts) or in one pass; the targets
 are tiny Llama and tiny Gemma 3 with sliding windows of 3 to 8 tokens in three layouts.
 A failing example prints its draws (model, sessions, per-round drafts) to replay it.
 """
@@ -30,6 +31,7 @@ from edgespec.core.types import SamplingParams  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome  # noqa: E402
 from edgespec.runtime.server.engine import VerificationEngine  # noqa: E402
+from edgespec.runtime.server.prefill_parts import PrefillPart  # noqa: E402
 from edgespec.runtime.testing import VOCAB, tiny_gemma3, tiny_llama  # noqa: E402
 from tests.runtime.device import TEST_DEVICE, on_test_device  # noqa: E402
 from tests.runtime.draft_draws import draw_draft  # noqa: E402
@@ -117,8 +119,27 @@ def _plans(data: st.DataObject, sampled: bool) -> list[_Plan]:
     return plans
 
 
-def _engine(key: str, split: bool, budget: int | None, chunk: int) -> VerificationEngine:
-    return VerificationEngine(_target(key, split, chunk), kv_budget_tokens=budget or 65536)
+def _engine(
+    key: str, split: bool, budget: int | None, chunk: int, parts: int | None
+) -> VerificationEngine:
+    return VerificationEngine(
+        _target(key, split, chunk), kv_budget_tokens=budget or 65536, prefill_tokens_per_batch=parts
+    )
+
+
+def _verify(engine: VerificationEngine, calls: list[VerifyCall]) -> list[VerifyOutcome]:
+    """Each call's outcome, its batch run again (without the decided calls) while a call's
+    pass forwarded a prefill part."""
+    outcomes: dict[int, VerifyOutcome] = {}
+    waiting = list(range(len(calls)))
+    while waiting:
+        results = engine.verify_batch([calls[i] for i in waiting])
+        for i, result in zip(waiting, results, strict=True):
+            assert isinstance(result, VerifyOutcome | PrefillPart), result
+            if isinstance(result, VerifyOutcome):
+                outcomes[i] = result
+        waiting = [i for i in waiting if i not in outcomes]
+    return [outcomes[i] for i in range(len(calls))]
 
 
 def _open(engine: VerificationEngine, plans: list[_Plan], i: int) -> None:
@@ -157,21 +178,22 @@ def _rounds(
     raise AssertionError("sessions did not finish in 200 rounds")
 
 
-def _model_and_engine(data: st.DataObject) -> tuple[str, bool, int | None, int]:
+def _model_and_engine(data: st.DataObject) -> tuple[str, bool, int | None, int, int | None]:
     key = data.draw(st.sampled_from(sorted(MODELS)), label="model")
     split = data.draw(st.booleans(), label="split_padded_batches")
     budget = data.draw(st.sampled_from([None, 24, 80]), label="kv_budget_tokens")
     chunk = data.draw(st.sampled_from([2048, 7]), label="prefill_chunk_tokens")
-    return key, split, budget, chunk
+    parts = data.draw(st.sampled_from([None, 6]), label="prefill_tokens_per_batch")
+    return key, split, budget, chunk, parts
 
 
 @PROPERTY
 @given(data=st.data())
 def test_greedy_batches_are_token_identical_to_target_only_decoding(data: st.DataObject) -> None:
-    key, split, budget, chunk = _model_and_engine(data)
+    key, split, budget, chunk, parts = _model_and_engine(data)
     plans = _plans(data, sampled=False)
     references = [oracle_greedy(key, p.prompt, p.max_new + MAX_GAMMA + 2) for p in plans]
-    engine = _engine(key, split, budget, chunk)
+    engine = _engine(key, split, budget, chunk, parts)
 
     def make_call(i: int, round_index: int) -> VerifyCall:
         tokens = engine.session_tokens(f"s{i}")
@@ -183,8 +205,7 @@ def test_greedy_batches_are_token_identical_to_target_only_decoding(data: st.Dat
     def run(calls: list[VerifyCall]) -> None:
         for call in calls:
             engine.validate(call, 32)
-        outcomes = engine.verify_batch(calls)
-        assert all(isinstance(o, VerifyOutcome) for o in outcomes), outcomes
+        _verify(engine, calls)
 
     _rounds(data, [engine], plans, make_call, run)
     note(f"counters: {engine.counters()}")
@@ -214,9 +235,10 @@ def _sampled_call(
 def test_sampled_batches_equal_the_same_sessions_verified_one_at_a_time(
     data: st.DataObject,
 ) -> None:
-    key, split, budget, chunk = _model_and_engine(data)
+    key, split, budget, chunk, parts = _model_and_engine(data)
     plans = _plans(data, sampled=True)
-    batched, alone = _engine(key, split, budget, chunk), _engine(key, split, budget, chunk)
+    batched = _engine(key, split, budget, chunk, parts)
+    alone = _engine(key, split, budget, chunk, parts)
 
     def make_call(i: int, round_index: int) -> VerifyCall:
         return _sampled_call(data, batched, plans, i, round_index)
@@ -224,10 +246,9 @@ def test_sampled_batches_equal_the_same_sessions_verified_one_at_a_time(
     def run(calls: list[VerifyCall]) -> None:
         for call in calls:
             batched.validate(call, 32)
-        together = batched.verify_batch(calls)
-        one_by_one = [alone.verify_batch([call])[0] for call in calls]
+        together = _verify(batched, calls)
+        one_by_one = [_verify(alone, [call])[0] for call in calls]
         for a, b in zip(together, one_by_one, strict=True):  # LRU evictions may differ
-            assert isinstance(a, VerifyOutcome) and isinstance(b, VerifyOutcome), (a, b)
             assert (a.result, a.committed_token_ids, a.finished) == (
                 b.result,
                 b.committed_token_ids,

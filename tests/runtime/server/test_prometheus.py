@@ -49,7 +49,13 @@ def test_families_have_conventional_names_and_types() -> None:
     families = {f.name: f.type for f in _Collector(lambda: metrics).collect()}
     gauges = ["queue_depth", "open_sessions", "cached_tokens", "cached_bytes", "busy"]
     counters = ["batches", "forwarded_tokens", "cache_hits", "cache_misses", "evictions"]
-    counters += ["reprefills", "expired_sessions", "verifications", "drafted_tokens"]
+    counters += [
+        "reprefills",
+        "prefill_parts",
+        "expired_sessions",
+        "verifications",
+        "drafted_tokens",
+    ]
     counters += ["accepted_tokens", "committed_tokens", "opened_sessions", "closed_sessions"]
     counters += ["rejected_requests", "semantic_sessions", "accepted_mismatches"]
     histograms = ["batch_size", "batch_seconds", "queue_wait_seconds"]
@@ -74,6 +80,7 @@ def test_values_are_the_services_numbers() -> None:
         "edgespec_cache_misses_total": 1,
         "edgespec_evictions_total": 5,
         "edgespec_reprefills_total": 2,
+        "edgespec_prefill_parts_total": 11,
         "edgespec_expired_sessions_total": 6,
         "edgespec_verifications_total": 2,
         "edgespec_drafted_tokens_total": 8,

@@ -20,6 +20,7 @@ from edgespec.runtime.errors import RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.engine import VerificationEngine
+from edgespec.runtime.server.prefill_parts import PrefillPart
 from edgespec.runtime.server.round_log import RoundLog, read_round_log
 from edgespec.runtime.server.service import VerificationService
 from edgespec.runtime.wire.inprocess import target_greedy_decode
@@ -37,7 +38,7 @@ class _TimedEngine(VerificationEngine):
 
     def verify_batch(
         self, calls: Sequence[VerifyCall], serials: Sequence[int] | None = None
-    ) -> list[VerifyOutcome | RequestError]:
+    ) -> list[VerifyOutcome | RequestError | PrefillPart]:
         self._now[0] += self._durations_s.pop(0)
         return super().verify_batch(calls, serials)
 

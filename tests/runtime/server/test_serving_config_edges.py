@@ -47,6 +47,18 @@ def test_every_server_limit_is_at_least_one(name: str) -> None:
     assert getattr(from_dict(ServerConfig, {name: 1}), name) == 1
 
 
+def test_the_prefill_part_size_is_at_least_one_or_null() -> None:
+    assert from_dict(ServerConfig, {}).prefill_tokens_per_batch == 512
+    assert (
+        from_dict(ServerConfig, {"prefill_tokens_per_batch": None}).prefill_tokens_per_batch is None
+    )
+    assert from_dict(ServerConfig, {"prefill_tokens_per_batch": 1}).prefill_tokens_per_batch == 1
+    for bad in (0, -3):
+        assert _server_error({"prefill_tokens_per_batch": bad}) == (
+            f"config field 'prefill_tokens_per_batch': must be >= 1 or null, got {bad}"
+        )
+
+
 def test_server_port_and_timeout_ranges() -> None:
     for port in (0, 65535):
         assert from_dict(ServerConfig, {"port": port}).port == port

@@ -19,7 +19,7 @@ from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.backends.tree_draft import TreeDraft
 from edgespec.runtime.edge.drafter import GenerationResult
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import SessionSpec, VerifyCall
+from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.inprocess import speculative_generate, target_greedy_decode
@@ -65,13 +65,13 @@ def test_engine_keeps_only_the_accepted_branch(target: TransformersTarget) -> No
     call = VerifyCall("t", 4, (wrong, reference[0], reference[1], 9), draft_parents=(-1, -1, 1, 0))
     engine.validate(call, 32)
     outcome = engine.verify_batch([call])[0]
-    assert not isinstance(outcome, RequestError)
+    assert isinstance(outcome, VerifyOutcome), outcome
     assert outcome.accepted_nodes == (1, 2)
     assert outcome.committed_token_ids == reference[:3]
     assert engine._sessions["t"].kv_len == len(prompt) + 2
     follow = VerifyCall("t", 7, (reference[3],))
     second = engine.verify_batch([follow])[0]
-    assert not isinstance(second, RequestError)
+    assert isinstance(second, VerifyOutcome), second
     assert second.committed_token_ids == reference[3:5]  # the pruned cache is right
 
 
@@ -163,7 +163,7 @@ def test_tree_verification_returns_the_accepted_paths_hidden_states(
     wrong = (reference[0] + 1) % 64
     call = VerifyCall("h", 4, (wrong, reference[0], 9, reference[1]), draft_parents=(-1, -1, 0, 1))
     outcome = engine.verify_batch([call])[0]
-    assert not isinstance(outcome, RequestError)
+    assert isinstance(outcome, VerifyOutcome), outcome
     assert outcome.accepted_nodes == (1, 3)
     assert outcome.target_hidden is not None and outcome.target_hidden_start == 0
     seq = (*prompt, reference[0], reference[1])  # the prompt and the accepted path

@@ -1,0 +1,44 @@
+"""benchmarks/prefill_parts.py: its clients decode losslessly through the server's
+scheduler with the long prompt in parts, and its summary counts the short rounds sent while
+the long round was in flight."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from types import ModuleType
+
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.testing import tiny_llama
+from edgespec.runtime.wire.inprocess import target_greedy_decode
+from tests.benchmarks.scripts import load_script
+
+
+def _script() -> ModuleType:
+    return load_script("prefill_parts.py", "prefill_parts_script")
+
+
+def test_every_session_gets_the_targets_greedy_tokens() -> None:
+    script = _script()
+    target = TransformersTarget(tiny_llama(seed=0), check_masks=False)  # not about numerics
+    long = tuple((7 * i + 3) % 64 for i in range(40))
+    shorts = [(1, 2, 3, 4, 5), (9, 9, 9)]
+    args = argparse.Namespace(max_new_tokens=6, delay_s=0.0)
+    run = asyncio.run(script._one_run(target, {"short": shorts, "long": long}, 8, args))
+    want = {f"s{i}": list(target_greedy_decode(target, p, 6)) for i, p in enumerate(shorts)}
+    assert run.outputs == {**want, "long": list(target_greedy_decode(target, long, 8))}
+    start, end = run.long_round
+    assert 0 < start < end
+    assert len(run.short_rounds) >= 2
+
+
+def test_the_summary_counts_the_short_rounds_sent_during_the_long_one() -> None:
+    script = _script()
+    run = script._Run(short_rounds=[(0.0, 1.0), (2.0, 3.0), (5.0, 7.0), (6.0, 6.5)])
+    run.long_round = (1.5, 5.5)
+    assert script._summary(run) == {
+        "long_first_round_s": 4.0,
+        "short_rounds_during": 2,
+        "short_wait_median_s": 1.5,
+        "short_wait_max_s": 2.0,
+    }
