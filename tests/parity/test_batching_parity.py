@@ -24,10 +24,11 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.messages import SessionSpec, VerifyCall
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.engine import VerificationEngine
+from edgespec.runtime.server.prefill_parts import PrefillPart
 from edgespec.runtime.server.service import VerificationService
 from edgespec.runtime.testing import tiny_llama
 from edgespec.sim.blocks.chain import ChainBlock
-from edgespec.sim.loop.batch_choice import select_batch
+from edgespec.sim.loop.batch_choice import requeue_part, select_batch
 from edgespec.sim.model.acceptance import IidAcceptance
 from edgespec.sim.model.device_round import DraftTimes
 from edgespec.sim.model.entities import Session
@@ -80,24 +81,30 @@ def test_every_registered_batching_policy_is_covered() -> None:
     assert {name for name, _ in CASES.values()} == set(BATCHING)
 
 
-def _runtime(name: str, rule: str) -> tuple[Recording, dict[int, int]]:
+def _runtime(
+    name: str, rule: str, prompts: list[int] = PROMPTS, parts: int | None = None
+) -> tuple[Recording, dict[int, int]]:
     target = TransformersTarget(tiny_llama(seed=0))
-    engine = VerificationEngine(target, kv_budget_tokens=LIMITS["kv_budget_tokens"])
+    budget = LIMITS["kv_budget_tokens"]
+    engine = VerificationEngine(target, kv_budget_tokens=budget, prefill_tokens_per_batch=parts)
     recording = Recording(build_policy("batching", *CASES[name]))
     settings = {**LIMITS, "slo_classes": CLASSES, "deadline_rule": rule}
+    settings["prefill_tokens_per_batch"] = parts
     config = from_dict(ServerConfig, settings)
     # each session opens at its start; block arrivals and decisions at NOW_S, as in the sim
     now_s = [0.0]
     service = VerificationService(engine, config, recording, clock=lambda: now_s[0])
     committed = {}
-    for i, n in enumerate(PROMPTS):
+    for i, n in enumerate(prompts):
         prompt = tuple((7 * i + j) % 60 for j in range(n))
         sampling = SamplingParams(max_new_tokens=32)
         now_s[0] = START_S[i]
         service.open_session(SessionSpec(f"s{i}", "c", prompt, sampling, "ab"[i % 2]))
         committed[i] = 0
         if i in WARM:  # verified before, outside the service: no round it has seen
-            out = engine.verify_batch([VerifyCall(f"s{i}", n, (1,) * WARM[i])])[0]
+            warm = VerifyCall(f"s{i}", n, (1,) * WARM[i])
+            while isinstance(out := engine.verify_batch([warm])[0], PrefillPart):
+                pass  # its parts, one after the other
             committed[i] = len(out.committed_token_ids)  # type: ignore[union-attr]
     now_s[0] = NOW_S
 
@@ -112,7 +119,7 @@ def _runtime(name: str, rule: str) -> tuple[Recording, dict[int, int]]:
                     network_s=NETWORK_S[i],
                 )
             )
-            for i, n in enumerate(PROMPTS)
+            for i, n in enumerate(prompts)
         ]
         tasks = [asyncio.ensure_future(c) for c in calls]
         await asyncio.sleep(0)  # all queued before the scheduler's first look
@@ -128,7 +135,13 @@ CHAIN = ChainBlock(IidAcceptance(0.8), DraftTimes())
 """The sessions' block model (the batching policy sees only what is queued)."""
 
 
-def _simulated(name: str, rule: str, committed: dict[int, int]) -> Recording:
+def _simulated(
+    name: str,
+    rule: str,
+    committed: dict[int, int],
+    prompts: list[int] = PROMPTS,
+    parts: int | None = None,
+) -> Recording:
     scenario = scenario_from_dict(
         {
             "slo_classes": CLASSES,
@@ -139,8 +152,8 @@ def _simulated(name: str, rule: str, committed: dict[int, int]) -> Recording:
         }
     )
     devices, (server,) = build_entities(scenario)
-    server.kv_budget = LIMITS["kv_budget_tokens"]
-    for i, n in enumerate(PROMPTS):
+    server.kv_budget, server.part_tokens = LIMITS["kv_budget_tokens"], parts
+    for i, n in enumerate(prompts):
         request = Request(f"s{i}", "c", 0.0, n, 32, slo_class="ab"[i % 2])
         slo = CLASSES["ab"[i % 2]]
         s = Session(i, request, devices[i], server, None, slo, True, START_S[i], block=CHAIN)
@@ -156,7 +169,10 @@ def _simulated(name: str, rule: str, committed: dict[int, int]) -> Recording:
     limits = (BatchLimits(size, tokens, kv), BatchLimits(size, tokens, kv, force=True))
     recording = Recording(build_policy("batching", *CASES[name]))
     while server.queue:  # the dispatched sessions stay active (they will come back)
-        assert select_batch(server, NOW_S, recording, limits, rule)  # type: ignore[arg-type]
+        chosen = select_batch(server, NOW_S, recording, limits, rule)  # type: ignore[arg-type]
+        assert chosen
+        for s in chosen:  # a prefill part's block comes back, as in the real scheduler
+            requeue_part(s, server)
     return recording
 
 
@@ -183,3 +199,19 @@ def test_pace_deadlines_start_when_the_device_took_the_request_up(name: str) -> 
     expected = [START_S[i] + (committed[i] + 1) / CLASSES["ab"[i % 2]] for i in range(5)]
     assert [e[4] for e in first_queue] == pytest.approx(expected, abs=1e-12)
     assert _simulated(name, "pace", committed).seen[0][0] == first_queue
+
+
+LONG_PROMPTS = [40, 30, 25, 50, 8]
+"""Sessions 0 and 2 start cold with more than 16 tokens: they are prefilled in parts."""
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_batching_decisions_match_with_prefill_in_parts(name: str) -> None:
+    """With 16 tokens a batch, the cold long prompts come back to the queue after each
+    part, with their next pass's sizes: both hosts show the policy the same queues."""
+    real, committed = _runtime(name, "pace", LONG_PROMPTS, parts=16)
+    simulated = _simulated(name, "pace", committed, LONG_PROMPTS, parts=16)
+    assert real.seen == simulated.seen
+    first_queue, later = real.seen[0][0], [e for shapes, _, _ in real.seen[1:] for e in shapes]
+    assert [e[1] for e in first_queue] == [16, 1 + DRAFTS[1], 16, 1 + DRAFTS[3], 8 + DRAFTS[4]]
+    assert (DRAFTS[0], 16, 16, "a") in [e[:4] for e in later]  # session 0's second part

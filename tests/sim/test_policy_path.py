@@ -159,11 +159,13 @@ def test_queue_view_rebuilt_after_kv_eviction(monkeypatch: pytest.MonkeyPatch) -
     stale = 0
     build = choice.pending_entry
 
-    def counting(s: Session, cached: int, rule: DeadlineRule = "pace") -> PendingVerification:
+    def counting(
+        s: Session, cached: int, rule: DeadlineRule = "pace", server: ServerState | None = None
+    ) -> PendingVerification:
         nonlocal stale
         if s.pending is not None and s.pending.entry_id == s.entry_id:
             stale += 1  # built before, for this very block: its KV changed since
-        return build(s, cached, rule)
+        return build(s, cached, rule, server)
 
     monkeypatch.setattr(choice, "pending_entry", counting)
     cached = _run(overrides)

@@ -5,7 +5,8 @@ length of its prefill. (The backend's own chunks, ``TransformersTarget``'s
 ``prefill_chunk_tokens``, bound the attention masks *within* one pass; these parts spread a
 prefill *across* batches.)
 
-The rule (P: the server's ``ServerConfig.prefill_tokens_per_batch``): a verification with
+The rule (P: the server's ``ServerConfig.prefill_tokens_per_batch``;
+:func:`edgespec.core.prefill_parts.part_tokens`, the simulator's too): a verification with
 U uncached context tokens and K draft tokens forwards U + K tokens in one pass when
 U + K ≤ P. Otherwise its pass forwards only its next min(P, U − 1) context tokens (a
 *part*: no draft, no verdict; the newest committed token always stays for the last pass),
@@ -35,6 +36,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from edgespec.core.prefill_parts import part_tokens
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
 from edgespec.runtime.server.session_record import EngineSession
 
@@ -48,17 +50,6 @@ class PrefillPart:
     num_forwarded: int
     num_new_tokens: int
     num_cached_tokens: int
-
-
-def part_tokens(
-    num_uncached: int, num_draft: int, part_limit: int | None, fits_budget: bool
-) -> int | None:
-    """How many uncached context tokens the next pass forwards alone (a part), or ``None``
-    when the verification is one pass (it fits ``part_limit``, there is no limit, its
-    context does not fit the KV budget, or only the newest token is uncached)."""
-    if part_limit is None or not fits_budget or num_uncached + num_draft <= part_limit:
-        return None
-    return min(part_limit, num_uncached - 1) or None
 
 
 def next_part(

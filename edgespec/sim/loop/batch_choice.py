@@ -5,6 +5,7 @@ scenario's batching policy), as the engine makes it; routing is in
 from __future__ import annotations
 
 from edgespec.core.frozen import frozen_builder
+from edgespec.core.prefill_parts import part_tokens
 from edgespec.core.types import PendingVerification
 from edgespec.policies.contracts import check_batch_plan
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
@@ -49,24 +50,51 @@ def batch_shape(s: Session, server: ServerState) -> tuple[int, int]:
 _pending_verification = frozen_builder(PendingVerification)  # one per round: built fast
 
 
-def pending_entry(s: Session, cached: int, rule: DeadlineRule = "pace") -> PendingVerification:
+def next_part(s: Session, server: ServerState, cached: int) -> int | None:
+    """The prefill part ``s``'s next pass on ``server`` forwards with ``cached`` KV tokens
+    resident (:func:`~edgespec.core.prefill_parts.part_tokens`; ``None``: its whole
+    verification in one pass)."""
+    context = s.request.num_prompt_tokens + s.committed
+    fits = context + s.sent <= server.kv_budget
+    return part_tokens(context - cached, s.sent, server.part_tokens, fits)
+
+
+def pending_entry(
+    s: Session, cached: int, rule: DeadlineRule = "pace", server: ServerState | None = None
+) -> PendingVerification:
     """What the batching policy sees of the block ``s`` has queued, with ``cached`` KV
-    tokens resident (the rest of its context is new)."""
+    tokens resident (the rest of its context is new; ``server``'s prefill part when it
+    prefills in parts: :func:`next_part`)."""
     request = s.request
     sent = s.sent
     expected = acceptance_estimate(s.num_positions, s.num_accepted) * s.gamma_eff
+    part = None if server is None or server.part_tokens is None else next_part(s, server, cached)
     return _pending_verification(
         s.entry_id,
         request.request_id,
         request.client_id,
         s.enqueued_s,
         sent,
-        request.num_prompt_tokens + s.committed + sent - cached,
+        request.num_prompt_tokens + s.committed + sent - cached if part is None else part,
         cached,
         request.slo_class,
         round_deadline_s(s, rule, expected),
         expected,
     )
+
+
+def requeue_part(s: Session, server: ServerState) -> bool:
+    """After a batch: when ``s``'s pass was a prefill part (:func:`next_part`), ``server``
+    keeps its KV and ``s`` goes back to the queue's end, its block's arrival and deadline
+    unchanged (the real server's scheduler does the same); ``False`` for a whole pass."""
+    entry = s.pending
+    assert entry is not None
+    context = s.request.num_prompt_tokens + s.committed
+    if entry.num_cached_tokens + entry.num_new_tokens >= context + s.sent:
+        return False
+    server.store_part(s.index, entry.num_cached_tokens + entry.num_new_tokens)
+    server.queue.append(s)
+    return True
 
 
 def select_batch(
@@ -94,7 +122,7 @@ def select_batch(
         entry = s.pending
         cached = kv_get(s.index, 0)
         if entry is None or entry.entry_id != s.entry_id or entry.num_cached_tokens != cached:
-            entry = s.pending = pending_entry(s, cached, rule)
+            entry = s.pending = pending_entry(s, cached, rule, server)
         by_id[entry.entry_id] = entry
     pending = [*by_id.values()]  # queue order
     limit = limits[server.num_active == len(queue)]

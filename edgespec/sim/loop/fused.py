@@ -118,7 +118,7 @@ class FusedRuns:
         drafts = [
             (s.request.num_prompt_tokens + s.committed, s.fused_unseen, gamma_of(s))
             for s in batch
-            if s.fused
+            if s.fused and s.index not in server.in_parts  # drafted before its first part
         ]
         if not drafts:
             return 0.0

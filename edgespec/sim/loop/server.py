@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from edgespec.hardware.batch_pricing import padded_batch_time_s
 from edgespec.sim.events import BATCH_END, DELIVER, DISPATCH
 from edgespec.sim.kernel import Handler
-from edgespec.sim.loop.batch_choice import round_deadline_s, select_batch
+from edgespec.sim.loop.batch_choice import requeue_part, round_deadline_s, select_batch
 from edgespec.sim.loop.device import DeviceLoop
 from edgespec.sim.loop.records import batch_record, round_record
 from edgespec.sim.model.entities import ServerState, Session
@@ -103,8 +103,10 @@ class ReferenceLoop(DeviceLoop):
         )
         depth = len(server.queue)  # reported with the verdict (the loop leaves it alone)
         for s in batch:
+            if server.part_tokens is not None and requeue_part(s, server):  # decided later
+                continue
             self._verdict(s, server, t, start, depth, len(batch))
-        state.num_rounds += len(batch)
+            state.num_rounds += 1
         if server.queue and not server.dispatch_pending:
             server.dispatch_pending = True
             self.q.push(t, DISPATCH, server.server_id, server)

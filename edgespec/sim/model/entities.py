@@ -227,6 +227,7 @@ class ServerState:
         "cost",
         "dispatch_pending",
         "draft_cost",
+        "in_parts",
         "inbound",
         "kv",
         "kv_budget",
@@ -236,6 +237,7 @@ class ServerState:
         "num_active",
         "num_enqueued",
         "padded",
+        "part_tokens",
         "prefix_cache",
         "queue",
         "server_id",
@@ -252,11 +254,16 @@ class ServerState:
         max_batch_tokens: int,
         prefix_cache: bool = True,
         padded: bool = False,
+        part_tokens: int | None = None,
     ) -> None:
         self.server_id = server_id
         self.prefix_cache = prefix_cache  # False: SLED, no KV kept between verifications
         # True: a batch is priced padded (edgespec.hardware.batch_pricing), else summed
         self.padded = padded
+        # prefill in parts (edgespec.core.prefill_parts): the tokens a part forwards (None:
+        # one pass), and the sessions between the parts of one verification
+        self.part_tokens = part_tokens
+        self.in_parts: set[int] = set()
         self.cost = cost
         self.draft_cost = draft_cost  # the co-located draft (fused rounds), if it has one
         self.kv_budget = kv_budget
@@ -285,15 +292,33 @@ class ServerState:
 
     def store(self, session_index: int, num_tokens: int) -> None:
         """Record a session's KV after a pass (most recently used), evicting LRU sessions
-        while the resident total exceeds the budget. Without a prefix cache nothing is kept."""
+        while the resident total exceeds the budget. Without a prefix cache nothing is kept
+        (a prefill in parts' KV ends with its last pass)."""
         if not self.prefix_cache:
+            self.release(session_index)
             return
-        kv = self.kv
+        self.in_parts.discard(session_index)
+        self._keep(session_index, num_tokens)
+
+    def store_part(self, session_index: int, num_tokens: int) -> None:
+        """Record a session's KV after a part of its prefill: kept until its last pass (with
+        or without a prefix cache), evicted after every session between verifications (the
+        real server's order, :func:`edgespec.runtime.server.prefill_parts.eviction_order`)."""
+        self.in_parts.add(session_index)
+        self._keep(session_index, num_tokens)
+
+    def _keep(self, session_index: int, num_tokens: int) -> None:
+        kv, in_parts = self.kv, self.in_parts
         self.kv_total += num_tokens - kv.pop(session_index, 0)
         kv[session_index] = num_tokens  # re-inserted: now the most recently used
         while self.kv_total > self.kv_budget and kv:
-            self.kv_total -= kv.pop(next(iter(kv)))  # the least recently used
+            victim = next(iter(kv))  # the least recently used ...
+            if in_parts:  # ... between verifications, else the fewest tokens between parts
+                victim = next((i for i in kv if i not in in_parts), min(kv, key=kv.__getitem__))
+            self.kv_total -= kv.pop(victim)
+            in_parts.discard(victim)
 
     def release(self, session_index: int) -> None:
         """Free a finished session's KV."""
         self.kv_total -= self.kv.pop(session_index, 0)
+        self.in_parts.discard(session_index)

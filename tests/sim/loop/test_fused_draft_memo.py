@@ -30,7 +30,12 @@ class _CountingCost:
 def _session(prompt: int, committed: int, unseen: int, gamma: int) -> Any:
     request = SimpleNamespace(num_prompt_tokens=prompt)
     return SimpleNamespace(
-        request=request, committed=committed, fused_unseen=unseen, gamma_eff=gamma, fused=True
+        request=request,
+        committed=committed,
+        fused_unseen=unseen,
+        gamma_eff=gamma,
+        fused=True,
+        index=prompt,
     )
 
 
@@ -41,7 +46,7 @@ def _runs() -> FusedRuns:
 
 def test_one_entry_is_memoised_with_draft_passes_s_floats() -> None:
     cost = _CountingCost()
-    server: Any = SimpleNamespace(draft_cost=cost)
+    server: Any = SimpleNamespace(draft_cost=cost, in_parts=set())
     runs = _runs()
     s = _session(100, 7, 12, 4)
     expected = draft_passes_s(_CountingCost(), [(107, 12, 4)])
@@ -60,7 +65,7 @@ def test_one_entry_is_memoised_with_draft_passes_s_floats() -> None:
 def test_the_memo_stops_growing_at_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fused, "MEMO_ENTRIES", 1)
     cost = _CountingCost()
-    server: Any = SimpleNamespace(draft_cost=cost)
+    server: Any = SimpleNamespace(draft_cost=cost, in_parts=set())
     runs = _runs()
     first, second = _session(10, 0, 10, 1), _session(20, 0, 20, 1)
     for s in (first, second, first, second):

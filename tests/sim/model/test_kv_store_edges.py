@@ -63,3 +63,27 @@ def test_without_a_prefix_cache_nothing_is_kept() -> None:
     server = _server(100, prefix_cache=False)
     server.store(0, 30)
     assert (server.kv, server.kv_total, server.cached_tokens(0)) == ({}, 0, 0)
+
+
+def test_sessions_between_prefill_parts_are_evicted_last_fewest_tokens_first() -> None:
+    server = _server(20)
+    server.store_part(0, 8)
+    server.store(1, 3)
+    server.store_part(2, 5)
+    server.store(3, 4)  # 20: at the budget
+    server.store(4, 6)  # 26: the sessions between verifications go first, LRU: 1, then 3
+    assert (server.kv, server.in_parts) == ({0: 8, 2: 5, 4: 6}, {0, 2})
+    server.release(4)
+    server.store_part(2, 9)  # 17
+    server.store_part(5, 4)  # 21: only sessions in parts; the fewest tokens go, 5 itself
+    assert (server.kv, server.in_parts, server.kv_total) == ({0: 8, 2: 9}, {0, 2}, 17)
+    server.store(2, 12)  # its last pass: no longer in parts, 20 at the budget
+    assert (server.in_parts, server.kv_total) == ({0}, 20)
+
+
+def test_without_a_prefix_cache_a_parts_kv_lasts_until_its_last_pass() -> None:
+    server = _server(100, prefix_cache=False)
+    server.store_part(0, 30)
+    assert (server.kv, server.in_parts) == ({0: 30}, {0})
+    server.store(0, 45)
+    assert (server.kv, server.kv_total, server.in_parts) == ({}, 0, set())
