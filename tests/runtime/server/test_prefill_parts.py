@@ -14,15 +14,26 @@ from edgespec.config import from_dict
 from edgespec.core.types import SamplingParams
 from edgespec.policies.batching import FcfsBatching
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome, VerifyReply
+from edgespec.runtime.messages import (
+    DRAFT_HIDDEN,
+    SessionSpec,
+    VerifyCall,
+    VerifyOutcome,
+    VerifyReply,
+)
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.server.prefill_parts import PrefillPart, eviction_order
+from edgespec.runtime.server.semantic import semantic_rules
 from edgespec.runtime.server.service import VerificationService
 from edgespec.runtime.server.session_record import EngineSession
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.conftest import ServerFactory
+from tests.runtime.semantic_helpers import draft_coordinate_head, rows
+from tests.runtime.server.semantic_engine import PROMPT as SEMANTIC_PROMPT
+from tests.runtime.server.semantic_engine import open_semantic, semantic_engine
+from tests.runtime.server.test_semantic_rule import _block as semantic_block
 from tests.runtime.server.test_server import MAX_NEW, _run_clients
 from tests.runtime.wrapped_target import WrappedTarget
 
@@ -238,3 +249,37 @@ def test_drafters_over_grpc_get_the_targets_tokens_with_long_prompts_in_parts(
     assert max(sizes) <= 8 * len(prompts)  # no pass forwarded a whole long prompt
     stats = RemoteVerifier(f"127.0.0.1:{server.port}").stats()
     assert stats.num_cache_misses == len(prompts)
+
+
+def test_a_semantic_sh_session_in_parts_asks_and_decides_as_one_pass(
+    target: TransformersTarget, target_model: Any
+) -> None:
+    """WISV's SH flow on a prompt in parts of 2 tokens (2, 2, then the newest token with the
+    block): the same hidden-state request, then the same decision from the kept pass, the
+    same returned rows for a return_hidden session; the follow-up forwards nothing."""
+    block, _ = semantic_block(target_model)
+    for return_hidden in (False, True):
+        parted = VerificationEngine(target, rules=semantic_rules(draft_coordinate_head()),
+                                    prefill_tokens_per_batch=2)  # fmt: skip
+        whole = semantic_engine(target)
+        outcomes = []
+        for engine in (parted, whole):
+            open_semantic(engine, "sh", return_hidden=return_hidden)
+            first = _passes(engine, VerifyCall("sh", len(SEMANTIC_PROMPT), block))
+            assert isinstance(first[-1], VerifyOutcome) and first[-1].hidden_request is not None
+            wanted = rows(-1, +1, -1, +1, -1)[list(first[-1].hidden_request)]
+            follow = VerifyCall("sh", len(SEMANTIC_PROMPT), block, payloads={DRAFT_HIDDEN: wanted})
+            outcomes.append((first, _passes(engine, follow)))
+        (parted_first, parted_follow), (whole_first, whole_follow) = outcomes
+        assert [type(p) for p in parted_first] == [PrefillPart, PrefillPart, VerifyOutcome]
+        assert parted_first[-1] == whole_first[-1]
+        (got,), (want,) = parted_follow, whole_follow
+        assert isinstance(got, VerifyOutcome) and isinstance(want, VerifyOutcome)
+        assert (got.committed_token_ids, got.accepted_mismatches) == (
+            want.committed_token_ids,
+            want.accepted_mismatches,
+        )
+        if return_hidden:
+            assert got.target_hidden is not None and want.target_hidden is not None
+            np.testing.assert_allclose(got.target_hidden, want.target_hidden, atol=1e-5)
+        assert parted.counters().num_forward_passes == 3  # two parts, one pass for both calls
