@@ -63,9 +63,11 @@ def inline_blockers(devices: list[DeviceState], servers: list[ServerState]) -> l
     They inline :meth:`Link.latency_s <edgespec.sim.model.network.Link.latency_s>`, the
     draws of :class:`~edgespec.sim.model.rng.UniformStream` and :class:`ServerState`'s KV
     LRU, so every device link, device stream and server must be exactly those classes (a
-    subclass or another model would silently run the old formulas). Trace runs are inlined
-    only for exactly :class:`~edgespec.sim.model.acceptance.TraceAcceptance`; other
-    acceptance and cost models are called, not inlined.
+    subclass or another model would silently run the old formulas), and no server may be
+    SLED's (no prefix cache) or prefill in parts (the inlined LRU always stores, and its
+    batches are whole passes). Trace runs are inlined only for exactly
+    :class:`~edgespec.sim.model.acceptance.TraceAcceptance`; other acceptance and cost
+    models are called, not inlined.
     """
     found: list[tuple[str, set[type], type]] = [
         ("device link", {type(d.link) for d in devices}, Link),
