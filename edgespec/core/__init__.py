@@ -1,1 +1,2 @@
-"""Speculative-decoding core: shared record types, accept/reject math, draft-logit features."""
+"""Speculative-decoding core: shared record types, accept/reject math, draft-logit features,
+and the rules both hosts share (a prefill part's size, :mod:`.prefill_parts`)."""
