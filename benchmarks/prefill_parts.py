@@ -1,5 +1,5 @@
 """A long prompt beside short rounds: the server's prefill in parts
-(``prefill_tokens_per_batch``, docs/DEPLOY.md) against one pass, side by side.
+(``prefill_part_tokens``, docs/DEPLOY.md) against one pass, side by side.
 
 Fixed work on Gemma 3 270M (``TransformersTarget``, the exact numerics, one torch thread):
 ``--short`` greedy sessions on GSM8K test prompts decode ``--max-new-tokens`` each with
@@ -7,7 +7,7 @@ n-gram drafts of 4 tokens, each sending its next round as soon as its reply is i
 a :class:`~edgespec.runtime.server.service.VerificationService` (FCFS, the server's
 scheduler, no gRPC); ``--delay-s`` after they start, one session opens a ``--long-tokens``
 prompt (GSM8K prompts joined) and sends its first round. Per setting of
-``prefill_tokens_per_batch`` (``--parts``, ``none`` = one pass), alternated ``--pairs``
+``prefill_part_tokens`` (``--parts``, ``none`` = one pass), alternated ``--pairs``
 times after a warm-up: the long round's time to its reply, and the short rounds sent while
 it was in flight (their wait from send to reply: median and max, and how many). Every
 run's outputs must be identical (the parts are lossless).
@@ -72,8 +72,8 @@ async def _one_run(target: Any, prompts: dict[str, Any], parts: int | None, args
     from edgespec.runtime.server.engine import VerificationEngine
     from edgespec.runtime.server.service import VerificationService
 
-    config = from_dict(ServerConfig, {"prefill_tokens_per_batch": parts})
-    engine = VerificationEngine(target, prefill_tokens_per_batch=parts)
+    config = from_dict(ServerConfig, {"prefill_part_tokens": parts})
+    engine = VerificationEngine(target, prefill_part_tokens=parts)
     service = VerificationService(engine, config, FcfsBatching())
     await service.start()
     run = _Run()
@@ -157,7 +157,7 @@ def measure(args: Any) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    settings = "prefill_tokens_per_batch settings, none = one pass (default none,512,128)"
+    settings = "prefill_part_tokens settings, none = one pass (default none,512,128)"
     parser.add_argument("--parts", default="none,512,128", help=settings)
     parser.add_argument("--pairs", type=int, default=2, help="alternations (default 2)")
     parser.add_argument("--short", type=int, default=3, help="short sessions (default 3)")

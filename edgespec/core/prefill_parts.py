@@ -1,7 +1,7 @@
 """The size of a prefill part, one rule for both hosts (the server's
 :mod:`edgespec.runtime.server.prefill_parts`, the simulator's
 :mod:`edgespec.sim.loop.batch_choice`): a verification of K draft tokens over U uncached
-context tokens is one pass when U + K ≤ P (``prefill_tokens_per_batch``); otherwise its
+context tokens is one pass when U + K ≤ P (``prefill_part_tokens``); otherwise its
 next pass forwards only min(P, U − 1) context tokens (the newest committed token always
 stays for the last pass), and only when its whole context fits the KV budget (one that
 does not could never finish in parts)."""

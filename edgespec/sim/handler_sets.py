@@ -82,7 +82,7 @@ def inline_blockers(devices: list[DeviceState], servers: list[ServerState]) -> l
     if any(not s.prefix_cache for s in servers):  # the inlined LRU always stores
         blockers.append("a server has no prefix cache")
     if any(s.part_tokens is not None for s in servers):  # their batches are whole passes
-        blockers.append("a server prefills in parts (prefill_tokens_per_batch)")
+        blockers.append("a server prefills in parts (prefill_part_tokens)")
     return blockers
 
 

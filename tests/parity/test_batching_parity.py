@@ -86,10 +86,10 @@ def _runtime(
 ) -> tuple[Recording, dict[int, int]]:
     target = TransformersTarget(tiny_llama(seed=0))
     budget = LIMITS["kv_budget_tokens"]
-    engine = VerificationEngine(target, kv_budget_tokens=budget, prefill_tokens_per_batch=parts)
+    engine = VerificationEngine(target, kv_budget_tokens=budget, prefill_part_tokens=parts)
     recording = Recording(build_policy("batching", *CASES[name]))
     settings = {**LIMITS, "slo_classes": CLASSES, "deadline_rule": rule}
-    settings["prefill_tokens_per_batch"] = parts
+    settings["prefill_part_tokens"] = parts
     config = from_dict(ServerConfig, settings)
     # each session opens at its start; block arrivals and decisions at NOW_S, as in the sim
     now_s = [0.0]

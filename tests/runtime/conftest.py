@@ -77,7 +77,7 @@ def start_server(
             config.max_sessions,
             rules=rules,
             prefix_cache=config.prefix_cache,
-            prefill_tokens_per_batch=config.prefill_tokens_per_batch,
+            prefill_part_tokens=config.prefill_part_tokens,
         )
         policy = batching_policy or build_batching(config.batching)
         return VerificationService(

@@ -61,10 +61,10 @@ TINY_FAMILIES: dict[str, list[str]] = {
         "policies.window.name=dynamic",
     ],
     "padded/fused": ["auto_topology.servers.0.batch_pricing=padded", "mode=fused"],
-    "prefill-parts/distributed": ["auto_topology.servers.0.prefill_tokens_per_batch=32"],
-    "prefill-parts/fused": ["auto_topology.servers.0.prefill_tokens_per_batch=32", "mode=fused"],
+    "prefill-parts/distributed": ["auto_topology.servers.0.prefill_part_tokens=32"],
+    "prefill-parts/fused": ["auto_topology.servers.0.prefill_part_tokens=32", "mode=fused"],
     "prefill-parts/sled": [
-        "auto_topology.servers.0.prefill_tokens_per_batch=32",
+        "auto_topology.servers.0.prefill_part_tokens=32",
         "auto_topology.servers.0.prefix_cache=false",
     ],
 }

@@ -1,4 +1,4 @@
-"""A server that prefills in parts (``prefill_tokens_per_batch``): no batch forwards a
+"""A server that prefills in parts (``prefill_part_tokens``): no batch forwards a
 long prompt whole, every request still finishes, the fast handler sets refuse the run (the
 reference round takes it), and a bad value is refused at its field."""
 
@@ -11,7 +11,7 @@ from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import SimResult, simulate
 from tests.sim.helpers import tiny_scenario
 
-PARTS = "auto_topology.servers.0.prefill_tokens_per_batch"
+PARTS = "auto_topology.servers.0.prefill_part_tokens"
 
 
 def _run(*overrides: str) -> SimResult:
@@ -24,7 +24,7 @@ def test_no_batch_forwards_more_than_its_entries_parts_and_every_request_finishe
     # an entry forwards at most 32 tokens, or (its last pass) its newest token and its draft
     assert max(b.num_new_tokens / b.batch_size for b in parted.batches) <= 32
     assert parted.path.startswith("reference (inlining refused: ")
-    assert "a server prefills in parts (prefill_tokens_per_batch)" in parted.path
+    assert "a server prefills in parts (prefill_part_tokens)" in parted.path
     done = [r for r in parted.requests if r.num_output_tokens]
     assert len(done) > 0 and len(parted.batches) > len(whole.batches)
     tokens = sum(r.num_prompt_tokens for r in parted.requests)
@@ -35,6 +35,5 @@ def test_a_part_size_below_one_is_refused_at_its_field() -> None:
     with pytest.raises(ConfigError) as info:
         scenario_from_dict(tiny_scenario(), [f"{PARTS}=0"])
     assert str(info.value) == (
-        "config field 'auto_topology.servers[0].prefill_tokens_per_batch': "
-        "must be >= 1 or null, got 0"
+        "config field 'auto_topology.servers[0].prefill_part_tokens': must be >= 1 or null, got 0"
     )

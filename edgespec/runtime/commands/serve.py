@@ -224,8 +224,8 @@ async def _serve(
 def _serving(config: Any, window: Any, head: Any, choice: TargetChoice | None) -> str:
     """What the listening line says the server serves."""
     cache = "" if config.prefix_cache else ", no prefix cache"
-    parts = config.prefill_tokens_per_batch
-    cache += "" if parts is None else f", prefill {parts} tokens a batch"
+    parts = config.prefill_part_tokens
+    cache += "" if parts is None else f", prefill in parts of {parts} tokens"
     fused = fused_rounds_label(config, window)
     lossy = ""
     if head is not None:

@@ -129,7 +129,7 @@ def build_service(
         max_sessions,
         rules=rules,
         prefix_cache=config.prefix_cache,
-        prefill_tokens_per_batch=config.prefill_tokens_per_batch,
+        prefill_part_tokens=config.prefill_part_tokens,
     )
     drafts = _draft_factory(draft_name, backend.vocab_size, verbose, say, config.placement())
     return VerificationService(

@@ -30,7 +30,7 @@ Engine and verification:
 * :mod:`.commit` — a verdict committed into its session: its tokens, what its KV keeps, the
   ``VerifyOutcome``;
 * :mod:`.prefill_parts` — a long uncached context forwarded one part per batch
-  (``prefill_tokens_per_batch``), its call queued again between parts;
+  (``prefill_part_tokens``), its call queued again between parts;
 * :mod:`.engine_sessions` — ``SessionTable`` (open, close, idle expiry, the LRU token budget
   over the sessions' KV caches), ``EngineCounters``;
 * :mod:`.session_record` — ``EngineSession`` (one open session's state) and what it holds

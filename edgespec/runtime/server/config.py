@@ -46,7 +46,7 @@ class ServerConfig:
     # a verification's uncached context longer than this (a long prompt) is forwarded this
     # many tokens per batch, beside the other sessions' rounds (server/prefill_parts);
     # null: in one pass, however long
-    prefill_tokens_per_batch: int | None = 512
+    prefill_part_tokens: int | None = 512
     kv_budget_tokens: int = 65536
     max_sessions: int = 256
     # per client (its auth token, or its client_id without auth); a session has at most one
@@ -155,9 +155,9 @@ class ServerConfig:
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(name, f"must be >= 1, got {getattr(self, name)}")
-        if self.prefill_tokens_per_batch is not None and self.prefill_tokens_per_batch < 1:
-            got = self.prefill_tokens_per_batch
-            raise ConfigError("prefill_tokens_per_batch", f"must be >= 1 or null, got {got}")
+        if self.prefill_part_tokens is not None and self.prefill_part_tokens < 1:
+            got = self.prefill_part_tokens
+            raise ConfigError("prefill_part_tokens", f"must be >= 1 or null, got {got}")
         for name, limit, why in (
             ("max_message_bytes", MAX_MESSAGE_BYTES, "gRPC takes it as a C int"),
             (

@@ -12,7 +12,7 @@ opened with ``return_hidden`` also gets the target's hidden states of the commit
 positions its client lacks (``VerifyOutcome.target_hidden``, which ones:
 :mod:`edgespec.runtime.server.returned_hidden`). With ``prefix_cache=False`` (the
 SLED-style baseline) no KV outlives a verification: each forwards the whole context (same
-outputs). With ``prefill_tokens_per_batch``, a long uncached context is forwarded a part per
+outputs). With ``prefill_part_tokens``, a long uncached context is forwarded a part per
 batch (:mod:`edgespec.runtime.server.prefill_parts`).
 
 The sessions, their KV caches and the LRU budget are the engine's
@@ -85,11 +85,11 @@ class VerificationEngine(SessionTable):
         clock: Callable[[], float] = monotonic,
         rules: Mapping[str, AnyRule] = EXACT_RULES,
         prefix_cache: bool = True,
-        prefill_tokens_per_batch: int | None = None,
+        prefill_part_tokens: int | None = None,
     ) -> None:
         super().__init__(backend, kv_budget_tokens, max_sessions, clock, rules)
         self._prefix_cache = prefix_cache
-        self._prefill_tokens_per_batch = prefill_tokens_per_batch
+        self._prefill_part_tokens = prefill_part_tokens
 
     # --- verification
 
@@ -109,7 +109,7 @@ class VerificationEngine(SessionTable):
         s = self._get(session_id)
         if s.pending is not None:  # a follow-up forwards nothing: its pass is kept
             return followup_sizes(s.pending)
-        return next_pass_sizes(s, num_draft, self._prefill_tokens_per_batch, self._budget)
+        return next_pass_sizes(s, num_draft, self._prefill_part_tokens, self._budget)
 
     def verify_batch(
         self, calls: Sequence[VerifyCall], serials: Sequence[int] | None = None
@@ -202,7 +202,7 @@ class VerificationEngine(SessionTable):
             s.kv_len = s.kv_len if hit else 0
         self._lru.pop(c.session_id, None)  # not evictable while in flight
         new, k = (*s.tokens[s.kv_len :], *c.draft_token_ids), len(c.draft_token_ids)
-        part = next_part(s, k, self._prefill_tokens_per_batch, self._budget)
+        part = next_part(s, k, self._prefill_part_tokens, self._budget)
         if part is not None:  # a long uncached context: its next part alone
             return part_item(s, part), True
         want_hidden = s.spec.return_hidden or s.hidden_rule is not None
@@ -217,7 +217,7 @@ class VerificationEngine(SessionTable):
         self._relist(s)
         s.last_used_s = self._clock()
         sizes = next_pass_sizes(
-            s, len(call.draft_token_ids), self._prefill_tokens_per_batch, self._budget
+            s, len(call.draft_token_ids), self._prefill_part_tokens, self._budget
         )
         return PrefillPart(len(item.new_token_ids), *sizes)
 

@@ -5,7 +5,7 @@ length of its prefill. (The backend's own chunks, ``TransformersTarget``'s
 ``prefill_chunk_tokens``, bound the attention masks *within* one pass; these parts spread a
 prefill *across* batches.)
 
-The rule (P: the server's ``ServerConfig.prefill_tokens_per_batch``;
+The rule (P: the server's ``ServerConfig.prefill_part_tokens``;
 :func:`edgespec.core.prefill_parts.part_tokens`, the simulator's too): a verification with
 U uncached context tokens and K draft tokens forwards U + K tokens in one pass when
 U + K ≤ P. Otherwise its pass forwards only its next min(P, U − 1) context tokens (a

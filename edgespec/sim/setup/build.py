@@ -214,7 +214,7 @@ def fleet_servers(resolved: ResolvedScenario, specs: Sequence[ServerSpec]) -> li
                 spec.pool.max_batch_tokens,
                 spec.pool.prefix_cache,
                 spec.pool.batch_pricing == "padded",
-                spec.pool.prefill_tokens_per_batch,
+                spec.pool.prefill_part_tokens,
             )
         )
     return servers

@@ -94,7 +94,7 @@ class ServerPool:
     ``batch_pricing``: how a verification batch is priced from its entries
     (:mod:`edgespec.hardware.batch_pricing`): ``summed`` (a ragged kernel: the cost model
     gets the batch's sums) or ``padded`` (a padded batched kernel: B rows, each of the
-    batch's longest cached context and longest new block). ``prefill_tokens_per_batch``:
+    batch's longest cached context and longest new block). ``prefill_part_tokens``:
     a longer uncached context is forwarded this many tokens a batch, its block queued
     again between parts (:func:`edgespec.core.prefill_parts.part_tokens`, the real
     server's rule; ``None``, the default here: one pass, however long)."""
@@ -109,7 +109,7 @@ class ServerPool:
     prefix_cache: bool = True
     cost_model: CostModelConfig = field(default_factory=CostModelConfig)
     batch_pricing: BatchPricing = "summed"
-    prefill_tokens_per_batch: int | None = None
+    prefill_part_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

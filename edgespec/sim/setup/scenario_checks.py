@@ -40,11 +40,9 @@ def validate_topology(
         for name in ("count", "kv_budget_tokens", "max_batch_size", "max_batch_tokens"):
             if getattr(spool, name) < 1:
                 raise ConfigError(f"{where}.{name}", f"must be >= 1, got {getattr(spool, name)}")
-        if spool.prefill_tokens_per_batch is not None and spool.prefill_tokens_per_batch < 1:
-            got = spool.prefill_tokens_per_batch
-            raise ConfigError(
-                f"{where}.prefill_tokens_per_batch", f"must be >= 1 or null, got {got}"
-            )
+        if spool.prefill_part_tokens is not None and spool.prefill_part_tokens < 1:
+            got = spool.prefill_part_tokens
+            raise ConfigError(f"{where}.prefill_part_tokens", f"must be >= 1 or null, got {got}")
         validate_cost(f"{where}.cost_model", spool.cost_model)
     check_fleet_size("devices", [p.count for p in topo.devices], MAX_DEVICES)
     check_fleet_size("servers", [p.count for p in topo.servers], MAX_SERVERS)

@@ -82,9 +82,9 @@ def oracle(prompt: tuple[int, ...], num_tokens: int) -> tuple[int, ...]:
 @given(data=st.data())
 def test_greedy_batches_are_token_identical_to_target_only_decoding(data: st.DataObject) -> None:
     budget = data.draw(st.sampled_from([None, 24, 80]), label="kv_budget_tokens")
-    parts = data.draw(st.sampled_from([None, 6]), label="prefill_tokens_per_batch")
+    parts = data.draw(st.sampled_from([None, 6]), label="prefill_part_tokens")
     engine = VerificationEngine(_target(), kv_budget_tokens=budget or 65536,
-                                max_sessions=SESSIONS, prefill_tokens_per_batch=parts)  # fmt: skip
+                                max_sessions=SESSIONS, prefill_part_tokens=parts)  # fmt: skip
     num = data.draw(st.integers(1, SESSIONS), label="sessions")
     prompts, joins, max_new = [], [], []
     for i in range(num):

@@ -135,7 +135,7 @@ def test_the_own_server_runs_wisp_batching_with_a_profile(
                str(out)])  # fmt: skip
     assert rc == 0
     listening = [x for x in (logs / "server.log").read_text().splitlines() if "listening" in x]
-    assert len(listening) == 1 and ", batching wisp, prefill 512 tokens a batch" in listening[0]
+    assert len(listening) == 1 and ", batching wisp, prefill in parts of 512 tokens" in listening[0]
     m = json.loads(out.read_text())["runs"][0]["metrics"]
     assert m["num_batches"] > 0 and m["num_forwarded_tokens"] > 0
     assert m["throughput_tokens_per_s"] == m["num_forwarded_tokens"] / m["duration_s"]

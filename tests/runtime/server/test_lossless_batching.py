@@ -123,7 +123,7 @@ def _engine(
     key: str, split: bool, budget: int | None, chunk: int, parts: int | None
 ) -> VerificationEngine:
     return VerificationEngine(
-        _target(key, split, chunk), kv_budget_tokens=budget or 65536, prefill_tokens_per_batch=parts
+        _target(key, split, chunk), kv_budget_tokens=budget or 65536, prefill_part_tokens=parts
     )
 
 
@@ -183,7 +183,7 @@ def _model_and_engine(data: st.DataObject) -> tuple[str, bool, int | None, int, 
     split = data.draw(st.booleans(), label="split_padded_batches")
     budget = data.draw(st.sampled_from([None, 24, 80]), label="kv_budget_tokens")
     chunk = data.draw(st.sampled_from([2048, 7]), label="prefill_chunk_tokens")
-    parts = data.draw(st.sampled_from([None, 6]), label="prefill_tokens_per_batch")
+    parts = data.draw(st.sampled_from([None, 6]), label="prefill_part_tokens")
     return key, split, budget, chunk, parts
 
 

@@ -61,7 +61,7 @@ def test_a_long_prompt_is_prefilled_in_parts_and_verified_as_one_pass(
     (the newest token stays for the last pass), then 1 + 3; the outcome is the unsplit
     pass's, and the next round is one pass."""
     reference = target_greedy_decode(target, LONG, 8)
-    parted = VerificationEngine(target, prefill_tokens_per_batch=8)
+    parted = VerificationEngine(target, prefill_part_tokens=8)
     whole = VerificationEngine(target)
     for engine in (parted, whole):
         _open(engine, "a", LONG)
@@ -91,7 +91,7 @@ def test_a_long_prompt_is_prefilled_in_parts_and_verified_as_one_pass(
 def test_other_sessions_are_verified_in_the_first_parts_batch(
     target: TransformersTarget,
 ) -> None:
-    engine = VerificationEngine(target, prefill_tokens_per_batch=8)
+    engine = VerificationEngine(target, prefill_part_tokens=8)
     _open(engine, "long", LONG)
     _open(engine, "short", SHORT)
     draft = target_greedy_decode(target, SHORT, 2)
@@ -106,7 +106,7 @@ def test_other_sessions_are_verified_in_the_first_parts_batch(
 def test_a_return_hidden_session_gets_every_row_of_its_prompt(
     target: TransformersTarget,
 ) -> None:
-    parted = VerificationEngine(target, prefill_tokens_per_batch=8)
+    parted = VerificationEngine(target, prefill_part_tokens=8)
     whole = VerificationEngine(target)
     for engine in (parted, whole):
         _open(engine, "a", LONG, return_hidden=True)
@@ -127,7 +127,7 @@ def test_a_return_hidden_session_gets_every_row_of_its_prompt(
 def test_a_context_the_budget_cannot_hold_is_one_pass(target: TransformersTarget) -> None:
     """Parts only when the whole context (43 tokens; a return_hidden session's rows too,
     86) fits the KV budget: with 60, the plain session is split, the other is not."""
-    engine = VerificationEngine(target, kv_budget_tokens=60, prefill_tokens_per_batch=8)
+    engine = VerificationEngine(target, kv_budget_tokens=60, prefill_part_tokens=8)
     _open(engine, "plain", LONG)
     _open(engine, "rows", LONG, return_hidden=True)
     assert engine.pending_sizes("plain", 3) == (8, 0)
@@ -160,7 +160,7 @@ def test_two_long_prompts_over_the_budget_both_finish_token_identical(
     """Two 40-token prompts in parts under a 60-token budget cannot both hold their KV: the
     one with fewer tokens is evicted and starts again, the other finishes; both outputs
     are the target's own."""
-    engine = VerificationEngine(target, kv_budget_tokens=60, prefill_tokens_per_batch=8)
+    engine = VerificationEngine(target, kv_budget_tokens=60, prefill_part_tokens=8)
     prompts = {"a": LONG, "b": tuple(reversed(LONG))}
     references = {sid: target_greedy_decode(target, p, 12) for sid, p in prompts.items()}
     for sid, prompt in prompts.items():
@@ -200,8 +200,8 @@ def test_the_scheduler_answers_a_short_round_while_a_long_prompts_parts_go_on(
     the long one's call goes back to the queue for its other parts and gets the unsplit
     pass's outcome."""
     backend = _RecordingTarget(target)
-    config = from_dict(ServerConfig, {"prefill_tokens_per_batch": 8})
-    engine = VerificationEngine(backend, prefill_tokens_per_batch=8)
+    config = from_dict(ServerConfig, {"prefill_part_tokens": 8})
+    engine = VerificationEngine(backend, prefill_part_tokens=8)
     service = VerificationService(engine, config, FcfsBatching())
     service.open_session(SessionSpec("long", "c", LONG, GREEDY))
     service.open_session(SessionSpec("short", "d", SHORT, GREEDY))
@@ -238,7 +238,7 @@ def test_the_scheduler_answers_a_short_round_while_a_long_prompts_parts_go_on(
 def test_drafters_over_grpc_get_the_targets_tokens_with_long_prompts_in_parts(
     make_server: ServerFactory, target: TransformersTarget, draft_model: Any
 ) -> None:
-    server = make_server(prefill_tokens_per_batch=8)
+    server = make_server(prefill_part_tokens=8)
     prompts = [LONG, tuple(reversed(LONG)), SHORT, LONG[:20]]
     results = _run_clients(server.port, draft_model, prompts)
     for result, prompt in zip(results, prompts, strict=True):
@@ -260,7 +260,7 @@ def test_a_semantic_sh_session_in_parts_asks_and_decides_as_one_pass(
     block, _ = semantic_block(target_model)
     for return_hidden in (False, True):
         parted = VerificationEngine(target, rules=semantic_rules(draft_coordinate_head()),
-                                    prefill_tokens_per_batch=2)  # fmt: skip
+                                    prefill_part_tokens=2)  # fmt: skip
         whole = semantic_engine(target)
         outcomes = []
         for engine in (parted, whole):

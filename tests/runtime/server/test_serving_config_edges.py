@@ -48,14 +48,12 @@ def test_every_server_limit_is_at_least_one(name: str) -> None:
 
 
 def test_the_prefill_part_size_is_at_least_one_or_null() -> None:
-    assert from_dict(ServerConfig, {}).prefill_tokens_per_batch == 512
-    assert (
-        from_dict(ServerConfig, {"prefill_tokens_per_batch": None}).prefill_tokens_per_batch is None
-    )
-    assert from_dict(ServerConfig, {"prefill_tokens_per_batch": 1}).prefill_tokens_per_batch == 1
+    assert from_dict(ServerConfig, {}).prefill_part_tokens == 512
+    assert from_dict(ServerConfig, {"prefill_part_tokens": None}).prefill_part_tokens is None
+    assert from_dict(ServerConfig, {"prefill_part_tokens": 1}).prefill_part_tokens == 1
     for bad in (0, -3):
-        assert _server_error({"prefill_tokens_per_batch": bad}) == (
-            f"config field 'prefill_tokens_per_batch': must be >= 1 or null, got {bad}"
+        assert _server_error({"prefill_part_tokens": bad}) == (
+            f"config field 'prefill_part_tokens': must be >= 1 or null, got {bad}"
         )
 
 
