@@ -201,10 +201,11 @@ class VerificationEngine(SessionTable):
             self._tally.num_reprefills += not hit and s.was_evicted
             s.kv_len = s.kv_len if hit else 0
         self._lru.pop(c.session_id, None)  # not evictable while in flight
-        new, k = (*s.tokens[s.kv_len :], *c.draft_token_ids), len(c.draft_token_ids)
+        k = len(c.draft_token_ids)
         part = next_part(s, k, self._prefill_part_tokens, self._budget)
         if part is not None:  # a long uncached context: its next part alone
             return part_item(s, part), True
+        new = (*s.tokens[s.kv_len :], *c.draft_token_ids)
         want_hidden = s.spec.return_hidden or s.hidden_rule is not None
         return ForwardItem(s.kv, s.kv_len, new, k + 1, want_hidden, c.draft_parents,
                            hidden_of_logits_only=not s.spec.return_hidden), False  # fmt: skip

@@ -31,11 +31,11 @@ from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.conftest import ServerFactory
 from tests.runtime.semantic_helpers import draft_coordinate_head, rows
+from tests.runtime.server.gated_service import GatedTarget
 from tests.runtime.server.semantic_engine import PROMPT as SEMANTIC_PROMPT
 from tests.runtime.server.semantic_engine import open_semantic, semantic_engine
 from tests.runtime.server.test_semantic_rule import _block as semantic_block
 from tests.runtime.server.test_server import MAX_NEW, _run_clients
-from tests.runtime.wrapped_target import WrappedTarget
 
 LONG = tuple((7 * i + 3) % 64 for i in range(40))
 SHORT = (5, 9, 2, 6)
@@ -180,18 +180,6 @@ def test_two_long_prompts_over_the_budget_both_finish_token_identical(
     assert engine.counters().num_evictions > 0
 
 
-class _RecordingTarget(WrappedTarget):
-    """The real target, recording each pass's item lengths."""
-
-    def __init__(self, inner: TransformersTarget) -> None:
-        super().__init__(inner)
-        self.passes: list[list[int]] = []
-
-    def forward(self, items: Any) -> Any:
-        self.passes.append([len(item.new_token_ids) for item in items])
-        return self._inner.forward(items)
-
-
 def test_the_scheduler_answers_a_short_round_while_a_long_prompts_parts_go_on(
     target: TransformersTarget,
 ) -> None:
@@ -199,7 +187,8 @@ def test_the_scheduler_answers_a_short_round_while_a_long_prompts_parts_go_on(
     holds the long prompt's first part and the whole short round, which is answered then;
     the long one's call goes back to the queue for its other parts and gets the unsplit
     pass's outcome."""
-    backend = _RecordingTarget(target)
+    backend = GatedTarget(target)  # records each pass's item lengths
+    backend.gate.set()  # no pass waits
     config = from_dict(ServerConfig, {"prefill_part_tokens": 8})
     engine = VerificationEngine(backend, prefill_part_tokens=8)
     service = VerificationService(engine, config, FcfsBatching())
