@@ -17,7 +17,7 @@ import pytest
 
 from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.runtime.commands.closed_whole import closed_whole
-from edgespec.runtime.edge.rounds import FusedVerifier, Verifier
+from edgespec.runtime.edge.rounds import FusedVerifier, Verifier, Verifies
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import FusedCall, SessionSpec, VerifyCall, VerifyReply
 from edgespec.runtime.openai_api.server_watch import ServerWatch
@@ -27,7 +27,7 @@ from edgespec.runtime.wire.grpc_client import RemoteVerifier
 
 MEMBERS = sorted(
     name
-    for cls in (FusedVerifier, Verifier)
+    for cls in (FusedVerifier, Verifier, Verifies)
     for name in vars(cls)
     if not name.startswith("_") and callable(vars(cls)[name])
 )

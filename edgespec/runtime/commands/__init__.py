@@ -7,10 +7,12 @@
 * :mod:`.serve_profile` — ``edgespec serve --profile`` checked against what is served: a
   drafter's or another model's profile refused, one used beyond what it measured said;
 * :mod:`.draft`, :mod:`.draft_arguments`, :mod:`.draft_connect`, :mod:`.draft_run`,
-  :mod:`.closed_whole`, :mod:`.draft_context`, :mod:`.draft_compare` — ``edgespec draft``:
-  its flags and the ``DrafterConfig`` overrides they make, the server reached (routed
-  across several, waiting through a restart) before anything loads, ``DraftRun`` (one
-  request in any mode, timed alike, with its stats line and ``--records``), its verifier's
+  :mod:`.draft_output`, :mod:`.closed_whole`, :mod:`.draft_context`,
+  :mod:`.draft_compare` — ``edgespec draft``: its flags and the ``DrafterConfig``
+  overrides they make, the server reached (routed across several, waiting through a
+  restart) before anything loads, ``DraftRun`` (one request in any mode, timed alike, with
+  its stats line and ``--records``), its output as it streams and the notices of its
+  retries (reopens, resends), its verifier's
   session closes held against a second Ctrl-C, the prompt and ``--max-new-tokens`` checked
   against the target's context before the draft loads, ``--compare``'s speed-up and the
   server's numerics it is over;

@@ -12,11 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgespec.config.overrides import shown
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
-from edgespec.runtime.detokenize import IncrementalText
+from edgespec.runtime.commands.draft_output import Shown
 from edgespec.runtime.edge.semantic import SemanticReport
-from edgespec.runtime.errors import RequestError
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,58 +69,6 @@ class Outcome:
                 rows = [record_row(r, wisv.round_labels(i)) for i, r in enumerate(self.rounds)]
                 rows += [record_row(self.request, wisv.labels), wisv.summary(self.rounds)]
             f.writelines(json.dumps(row) + "\n" for row in rows)
-
-
-class Shown:
-    """An output on stdout as it streams: with a tokenizer its text as the HTTP endpoint
-    returns it (complete characters only: :mod:`edgespec.runtime.detokenize`), else its
-    token ids. ``end`` writes the text held (an unfinished character's U+FFFD) and ends the
-    line. Used as a context manager: an output cut short (a lost server, Ctrl-C) ends its
-    line as the block is left, so the error or stop line on stderr starts its own (it
-    followed the last token on the terminal: ``28edgespec draft: UNAVAILABLE ...``)."""
-
-    __slots__ = ("_mid_line", "_text")
-
-    def __init__(self, tokenizer: Any) -> None:
-        self._text = None if tokenizer is None else IncrementalText(tokenizer)
-        self._mid_line = False
-
-    def push(self, tokens: tuple[int, ...]) -> None:
-        text = f"{list(tokens)} " if self._text is None else self._text.push(tokens)
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        if text:
-            self._mid_line = not text.endswith("\n")
-
-    def end(self) -> None:
-        held = "" if self._text is None else self._text.finish()
-        sys.stdout.write(held + "\n")
-        sys.stdout.flush()
-        self._mid_line = False
-
-    def notice(self, line: str) -> None:
-        """``line`` on stderr, on a line of its own on a terminal (after a newline of its
-        own when the output is mid-line there; stdout's text is left as it is)."""
-        lead = "\n" if self._mid_line and sys.stdout.isatty() else ""
-        print(f"{lead}{line}", file=sys.stderr, flush=True)
-
-    def reconnecting(self, error: RequestError, num_committed: int, retry_s: float) -> None:
-        """Say that a lost session is reopened (the generation would otherwise be silent
-        for up to ``--retry-timeout-s``): what lost it, what is kept, for how long."""
-        self.notice(
-            f"edgespec draft: the session was lost ({shown(str(error), 120)}) after "
-            f"{num_committed} tokens: reopening it with them, retried for up to {retry_s:g} s "
-            "(--retry-timeout-s)"
-        )
-
-    def __enter__(self) -> Shown:
-        return self
-
-    def __exit__(self, kind: object, error: object, trace: object) -> None:
-        if kind is not None and self._mid_line:
-            sys.stdout.write("\n")
-            sys.stdout.flush()
-            self._mid_line = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +194,8 @@ class DraftRun:
         options = DraftOptions(self._session_id(), config.client_id, config.slo_class,
                                config.retry_timeout_s, progress=budget,
                                first_open_retry_s=self.first_open_retry_s,
-                               on_reconnect=shown.reconnecting)  # fmt: skip
+                               on_reconnect=shown.reconnecting,
+                               on_resend=shown.resending)  # fmt: skip
         # the link: itself unless a link_* setting; its closes whole within their deadline
         close_s = close_timeout_s(config.request_timeout_s)
         linked = closed_whole(wrap_verifier(self.verifier, config), close_s)

@@ -77,6 +77,9 @@ class GenerationResult:
     num_replays: int = 0
     """Rounds played again on the same session after the server aborted them (``ABORTED``:
     a semantic follow-up's hidden rows evicted, nothing committed)."""
+    num_resends: int = 0
+    """Verify calls sent again, identical, on the same session after they outlived their
+    deadline (the server took each resend over, :meth:`RoundLoop.verify`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +95,9 @@ class DraftOptions:
     ``retry_backoff_s`` with :class:`~edgespec.runtime.edge.reconnect.Cancelled` (its caller
     gone); ``None``: they run their course. ``on_reconnect``: told as a lost session is
     reopened, with the error that lost it, the tokens committed so far and the seconds
-    the reopening is retried for (``edgespec draft`` says it on stderr)."""
+    the reopening is retried for (``edgespec draft`` says it on stderr); ``on_resend``:
+    told as a verify call past its deadline is sent again on the same session, with its
+    error, the tokens committed so far and the seconds left of the progress budget."""
 
     session_id: str
     client_id: str = "edge-0"
@@ -103,6 +108,7 @@ class DraftOptions:
     progress: ProgressBudget = field(default_factory=ProgressBudget)
     cancel: threading.Event | None = None
     on_reconnect: Callable[[RequestError, int, float], None] | None = None
+    on_resend: Callable[[RequestError, int, float], None] | None = None
 
 
 def generate(
@@ -196,6 +202,7 @@ def _generate(
         num_reconnects=loop.reconnects,
         semantic=report,
         num_replays=loop.replays,
+        num_resends=loop.resends,
     )
 
 

@@ -1,12 +1,13 @@
 """A generation's budget for making progress, not only for one round.
 
-A round that fails fast (a request timeout shorter than one verification, a server that
-drops every session, a pass the KV budget always evicts) would otherwise be retried
+A round that fails fast (a server that drops every session, a pass the KV budget always
+evicts, a request timeout far shorter than one verification) would otherwise be retried
 forever, each reopen or replay making the server prefill the whole context again.
-:class:`ProgressWatch` allows at most ``max_reconnects`` reconnects (replays of an aborted
-round included) in a row without a committed token, and at most
-``timeout_s`` since the last committed token (or since the generation started); past
-either the drafter closes its session and raises :class:`NoProgress`.
+:class:`ProgressWatch` allows at most ``max_reconnects`` retries in a row without a
+committed token (reconnects, replays of an aborted round and resends of a call past its
+deadline alike), and at most ``timeout_s`` since the last committed token (or since the
+generation started); past either the drafter closes its session and raises
+:class:`NoProgress`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ class ProgressBudget:
     timeout_s: float = 60.0
 
 
+RETRY_KINDS = ("reconnects", "replays", "resends")
+"""A generation's retries, as :class:`NoProgress` names them: a lost session reopened, a
+round the server aborted played again, a call past its deadline sent again."""
+
+
 class NoProgress(RequestError):
     """The drafter gave up: its budget for committing a token ran out (an ``UNAVAILABLE``
     :class:`RequestError`, so callers that handle an unreachable server handle it)."""
@@ -38,15 +44,15 @@ class NoProgress(RequestError):
 
 
 class ProgressWatch:
-    """Counts a generation's reconnects and time since its last committed token."""
+    """Counts a generation's retries (:data:`RETRY_KINDS`) and time since its last
+    committed token."""
 
     def __init__(self, budget: ProgressBudget, clock: Callable[[], float]) -> None:
         self._budget = budget
         self._clock = clock
         self._last_s = clock()
         self._num_committed = 0
-        self._reconnects = 0
-        self._replays = 0  # of those reconnects, rounds played again on the same session
+        self._retries: list[str] = []  # the kinds of the retries in a row
 
     def committed(self, num_committed: int) -> None:
         """The generation has ``num_committed`` tokens now: more than before resets both
@@ -54,21 +60,21 @@ class ProgressWatch:
         if num_committed > self._num_committed:
             self._num_committed = num_committed
             self._last_s = self._clock()
-            self._reconnects = self._replays = 0
+            self._retries.clear()
 
     def remaining_s(self) -> float:
         return self._budget.timeout_s - (self._clock() - self._last_s)
 
-    def reconnect(self, cause: RequestError, replay: bool = False) -> None:
-        """A reconnect (``replay``: the round played again on the same session) is about
-        to happen after ``cause``: :class:`NoProgress` when it would exceed the budget."""
-        self._reconnects += 1
-        self._replays += replay
-        if self._reconnects > self._budget.max_reconnects:
-            tries, replays = self._budget.max_reconnects, self._replays - replay
-            mixed = "reconnects and replays"
-            kind = "reconnects" if replays == 0 else "replays" if replays == tries else mixed
-            raise NoProgress(self._gave_up(f"{tries} {kind}", cause))
+    def reconnect(self, cause: RequestError, kind: str = "reconnects") -> None:
+        """A retry of ``kind`` (:data:`RETRY_KINDS`) is about to happen after ``cause``:
+        :class:`NoProgress` when it would exceed the budget (the message names the kinds
+        of the retries made)."""
+        self._retries.append(kind)
+        if len(self._retries) > self._budget.max_reconnects:
+            made = {*self._retries[:-1]} or {kind}  # (none made: max_reconnects 0)
+            kinds = [k for k in RETRY_KINDS if k in made]
+            named = " and ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
+            raise NoProgress(self._gave_up(f"{self._budget.max_reconnects} {named}", cause))
         self.check(cause)
 
     def check(self, cause: RequestError) -> None:

@@ -2,10 +2,12 @@
 after its session is open: each decided by the window policy, then played distributed
 (:func:`~edgespec.runtime.edge.rounds.play_round`) or handed to the server fused
 (:mod:`edgespec.runtime.edge.fused_handover`), and committed to the
-:class:`~edgespec.runtime.edge.rounds.Ledger`. A session lost to a :data:`RECOVERABLE`
-error is reopened with every committed token as its prompt
+:class:`~edgespec.runtime.edge.rounds.Ledger`. A verification past its deadline is sent
+again, identical, on the same session (:meth:`RoundLoop.verify`: the server takes the
+resend over, with the pass or prefill parts it runs for it); a session lost to a
+:data:`RECOVERABLE` error is reopened with every committed token as its prompt
 (:mod:`edgespec.runtime.edge.reconnect`); a round the server aborted (:data:`REPLAYED`)
-is played again on the same session. Both count against the progress budget."""
+is played again on the same session. All count against the progress budget."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.runtime.backends.base import DraftBackend
 from edgespec.runtime.edge.fused_handover import fused_handover
 from edgespec.runtime.edge.progress import NoProgress, ProgressBudget, ProgressWatch
-from edgespec.runtime.edge.reconnect import close_quietly, reopen
+from edgespec.runtime.edge.reconnect import Cancelled, close_quietly, reopen
 from edgespec.runtime.edge.rounds import (
     Ledger,
     PlayedRound,
@@ -31,14 +33,15 @@ from edgespec.runtime.edge.rounds import (
     play_round,
 )
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import SessionSpec
+from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
 
 
 class RetryOptions(Protocol):
     """What the loop reads of the request's ``DraftOptions``: how long and how often a
     lost session is reopened, the progress budget across reconnects, the event that
     cancels the reopening, and who is told of a reopening (the error, the tokens committed,
-    the seconds it is retried for)."""
+    the seconds it is retried for) and of a resend (the error, the tokens committed, the
+    seconds left of the progress budget)."""
 
     @property
     def retry_timeout_s(self) -> float: ...
@@ -55,6 +58,9 @@ class RetryOptions(Protocol):
     @property
     def on_reconnect(self) -> Callable[[RequestError, int, float], None] | None: ...
 
+    @property
+    def on_resend(self) -> Callable[[RequestError, int, float], None] | None: ...
+
 
 RECOVERABLE = frozenset({ErrorCode.NOT_FOUND, ErrorCode.UNAVAILABLE})
 """Errors after which the session is reopened: it was lost (server restart, idle expiry)
@@ -70,12 +76,13 @@ class RoundLoop:
     """The rounds of one generation until it finishes: each decided by the window policy,
     played distributed or handed over fused, committed to the ledger; a lost session is
     reopened (``reconnects``) under a new name (``session_id``), an aborted round played
-    again on the same session (``replays``). A semantic run's
+    again on the same session (``replays``), a call past its deadline sent again
+    (``resends``, :meth:`verify`). A semantic run's
     exchanges and accepted mismatches per round are kept for its report."""
 
     __slots__ = ("clock", "drafter", "exchanges", "first", "ledger", "mismatches", "options",
-                 "prompt", "reconnects", "replays", "rng", "sampling", "session_id",
-                 "verifier")  # fmt: skip
+                 "prompt", "reconnects", "replays", "resends", "resent_s", "rng",
+                 "sampling", "session_id", "verifier", "watch")  # fmt: skip
 
     def __init__(
         self,
@@ -94,6 +101,9 @@ class RoundLoop:
         self.rng = draft_rng(sampling.seed)
         self.reconnects = 0
         self.replays = 0
+        self.resends = 0
+        self.resent_s: float | None = None  # when this round's call was last resent
+        self.watch = ProgressWatch(options.progress, clock)
         self.exchanges: list[int] = []
         self.mismatches: list[int] = []
 
@@ -103,7 +113,7 @@ class RoundLoop:
         ledger, clock = self.ledger, self.clock
         decision: WindowDecision | None = None  # handed back by a fused run
         finished = False
-        watch = ProgressWatch(self.options.progress, clock)
+        watch = self.watch = ProgressWatch(self.options.progress, clock)
         while not finished:
             watch.committed(len(ledger.output))
             if decision is None:
@@ -120,8 +130,9 @@ class RoundLoop:
                     decision.gamma, self.sampling.max_new_tokens, len(ledger.output)
                 )
                 network_s = ledger.history.observation(sent).rtt_s  # the last round's, 0 at first
+                self.resent_s = None
                 played = play_round(
-                    self.verifier, self.drafter, self.session_id, context, gamma,
+                    self, self.drafter, self.session_id, context, gamma,
                     self.sampling, self.rng, network_s, clock, stop, upload,
                 )  # fmt: skip
             except RequestError as exc:
@@ -134,13 +145,45 @@ class RoundLoop:
     def _commit(self, decision: WindowDecision, played: PlayedRound) -> bool:
         """Record a distributed round; True when the generation is finished."""
         reply = played.reply
-        network_s = max(played.end_s - played.drafted_s - reply.queue_s - reply.verify_s, 0.0)
+        network_s = played.end_s - played.drafted_s - reply.queue_s - reply.verify_s
+        if self.resent_s is not None:  # the reply's queue is counted from the resend when
+            resent = played.end_s - self.resent_s - reply.queue_s - reply.verify_s
+            network_s = resent if resent >= 0 else network_s  # the first send left the queue
+        network_s = max(network_s, 0.0)
         times = (played.start_s, played.end_s, played.draft_s, network_s / 2, network_s / 2)
         num_drafted = len(played.call.draft_token_ids)
         finished = self.ledger.commit(decision.gamma, num_drafted, reply, times, played.num_passes)
         self.exchanges.append(played.num_exchanges)
         self.mismatches.append(reply.outcome.accepted_mismatches)
         return finished
+
+    def verify(self, call: VerifyCall) -> VerifyReply:
+        """``call`` verified (the verifier :func:`play_round` is given): one past its
+        deadline is sent again, identical, on the same session, which the server takes over
+        with the pass or prefill parts it runs for it (a long prompt's first round on a busy
+        server, say), until the progress budget is spent (then the session is closed and
+        :class:`NoProgress` raised) or ``cancel`` is set (:class:`Cancelled`)."""
+        while True:
+            try:
+                return self.verifier.verify(call)
+            except RequestError as exc:
+                if not exc.past_deadline:
+                    raise
+                self._before_resend(exc)
+                self.resent_s = self.clock()
+
+    def _before_resend(self, exc: RequestError) -> None:
+        options = self.options
+        try:
+            self.watch.reconnect(exc, "resends")  # NoProgress once the budget is spent
+        except NoProgress:
+            close_quietly(self.verifier, self.session_id)  # the server holds it: free its KV
+            raise
+        if options.cancel is not None and options.cancel.is_set():
+            raise Cancelled("cancelled while its verification was unanswered")
+        self.resends += 1
+        if options.on_resend is not None:
+            options.on_resend(exc, len(self.ledger.output), self.watch.remaining_s())
 
     def _recover(self, exc: RequestError, sent: float, watch: ProgressWatch) -> None:
         """Let the round be played again after ``exc``: on the same session when the server
@@ -150,6 +193,8 @@ class RoundLoop:
         past its deadline, ``UNAVAILABLE``, may have reached a server busy with its pass, a
         long prompt's first, say, that holds it)."""
         options, clock = self.options, self.clock
+        if isinstance(exc, NoProgress):  # resends ran out (verify): the session is closed
+            raise exc
         survivable = exc.code in RECOVERABLE or exc.code in REPLAYED
         if not survivable or clock() - sent > options.retry_timeout_s:
             if exc.code not in RECOVERABLE or exc.past_deadline:
@@ -164,7 +209,7 @@ class RoundLoop:
         """Count a replay of the aborted round (the session is still open on the server)."""
         self.replays += 1
         try:
-            watch.reconnect(exc, replay=True)  # NoProgress once the budget is spent
+            watch.reconnect(exc, "replays")  # NoProgress once the budget is spent
         except NoProgress:
             close_quietly(self.verifier, self.session_id)
             raise

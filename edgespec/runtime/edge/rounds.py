@@ -43,12 +43,16 @@ from edgespec.runtime.messages import (
 )
 
 
-class Verifier(Protocol):
+class Verifies(Protocol):
+    """What a round needs of its verifier (:func:`play_round`): the block verified."""
+
+    def verify(self, call: VerifyCall) -> VerifyReply: ...
+
+
+class Verifier(Verifies, Protocol):
     """Where draft blocks get verified (in-process engine or a remote server)."""
 
     def open(self, spec: SessionSpec) -> None: ...
-
-    def verify(self, call: VerifyCall) -> VerifyReply: ...
 
     def close(self, session_id: str) -> None: ...
 
@@ -115,7 +119,7 @@ class PlayedRound:
 
 
 def play_round(
-    verifier: Verifier,
+    verifier: Verifies,
     drafter: DraftBackend,
     session_id: str,
     context: Sequence[int],
@@ -162,7 +166,7 @@ def play_round(
 
 
 def _second_exchange(
-    verifier: Verifier,
+    verifier: Verifies,
     call: VerifyCall,
     reply: VerifyReply,
     hidden: npt.NDArray[np.float32] | None,

@@ -90,6 +90,13 @@ def same_block(call: VerifyCall, other: VerifyCall) -> bool:
     )
 
 
+def same_request(call: VerifyCall, other: VerifyCall) -> bool:
+    """``call`` sends ``other`` again: the same block and the same named payloads (an SH
+    follow-up carries the hidden states its first call did not). Its other fields are not
+    compared; ``other``'s are the ones verified."""
+    return same_block(call, other) and call.payloads.keys() == other.payloads.keys()
+
+
 def check_followup(call: VerifyCall, asked: VerifyCall, positions: tuple[int, ...]) -> None:
     """``INVALID_ARGUMENT`` unless ``call`` resends the block of ``asked``, the call whose
     verification waits for the draft hidden states of ``positions`` (SH upload)."""

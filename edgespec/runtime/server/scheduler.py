@@ -27,6 +27,7 @@ from edgespec.runtime.server.batch_groups import BatchGroups
 from edgespec.runtime.server.batch_planner import BatchPlanner
 from edgespec.runtime.server.counters import ServiceCounters
 from edgespec.runtime.server.engine import VerificationEngine
+from edgespec.runtime.server.engine_checks import same_request
 from edgespec.runtime.server.prefill_parts import PrefillPart
 from edgespec.runtime.server.round_log import RoundLog
 from edgespec.runtime.server.verification import rule_labels
@@ -100,14 +101,35 @@ class Scheduler:
         self._wake.set()
         return future
 
+    def take_over(self, call: VerifyCall) -> tuple[int, asyncio.Future[VerifyReply]] | None:
+        """A resend (``same_request``) of the call its session has queued or in the batch
+        being verified, its caller gone past its deadline, takes that entry over (its place,
+        its pass, its prefill parts): (entry id, its reply's future), for :meth:`wait`; an
+        earlier caller still waiting gets ``FAILED_PRECONDITION``. ``None``: no such entry."""
+        for entry in (*self._in_batch, *self.queue.values()):
+            if entry.closed or entry.call.session_id != call.session_id:
+                continue
+            if not same_request(call, entry.call):
+                return None
+            earlier, entry.future = entry.future, asyncio.get_running_loop().create_future()
+            if not earlier.done():
+                earlier.set_exception(RequestError(
+                    ErrorCode.FAILED_PRECONDITION,
+                    f"session {call.session_id!r}: a resend of this verification took it over",
+                ))  # fmt: skip
+            return entry.pending.entry_id, entry.future
+        return None
+
     async def wait(self, entry_id: int, future: asyncio.Future[VerifyReply]) -> VerifyReply:
-        """The reply of queue entry ``entry_id`` (:meth:`enqueue`'s ``future``), once the
-        batch that verifies it has run."""
+        """The reply of queue entry ``entry_id`` (:meth:`enqueue`'s or :meth:`take_over`'s
+        ``future``), once the batch that verifies it has run."""
         try:
             return await future
         finally:  # a caller that went away before dispatch must not advance its session
-            self.queue.pop(entry_id, None)
-            self._groups.leave(entry_id)
+            entry = self.queue.get(entry_id)
+            if entry is None or entry.future is future:  # (not one a resend took over)
+                self.queue.pop(entry_id, None)
+                self._groups.leave(entry_id)
 
     def fail_session(self, session_id: str, event: str) -> None:
         """``session_id`` was just closed (``event``: how): its queued call leaves the

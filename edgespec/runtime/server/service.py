@@ -146,12 +146,17 @@ class VerificationService:
         """Validate, enqueue and wait for the batch that verifies ``call`` (for ``owner``,
         the caller's identity when auth is on). A retry of the session's last committed
         round (its caller lost the reply) gets that reply again at once, with ``queue_s``,
-        ``verify_s`` and ``batch_size`` 0."""
+        ``verify_s`` and ``batch_size`` 0; a resend of the call still queued or being
+        verified (its caller gone past its deadline) takes it over
+        (:meth:`~edgespec.runtime.server.scheduler.Scheduler.take_over`)."""
 
         scheduler = self._scheduler
         replayed = self._guard(lambda: self._admission.replay(call, owner))
         if replayed is not None:  # a retry of the round last committed: no queue, no pass
             return VerifyReply(replayed, 0.0, 0.0, 0, len(scheduler.queue))
+        taken = scheduler.take_over(call)  # a resend of the call still queued or running
+        if taken is not None:
+            return await scheduler.wait(*taken)
 
         def check() -> PendingVerification:
             queued = (e.call.session_id for e in scheduler.queue.values())

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgespec.runtime.commands.draft_run import Shown
+from edgespec.runtime.commands.draft_output import Shown
 
 
 def test_an_output_cut_short_ends_its_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -28,9 +28,10 @@ def run_loop(
     window: WindowPolicy | None = None,
     on_tokens: Callable[[tuple[int, ...]], None] | None = None,
     stop: DraftStopPolicy | None = None,
+    options: DraftOptions = OPTIONS,
 ) -> GenerationResult:
     """Generate OUTPUT from PROMPT with ``verifier`` (``drafter`` default: a :class:`Drafter`)."""
     drafter = drafter if drafter is not None else Drafter(clock)
     return generate(
-        verifier, drafter, PROMPT, GREEDY, OPTIONS, window, on_tokens, clock=clock, stop=stop
+        verifier, drafter, PROMPT, GREEDY, options, window, on_tokens, clock=clock, stop=stop
     )

@@ -1,7 +1,8 @@
 """Slow (EDGESPEC_SLOW=1): the impatient drafter as it was found, in processes. An
 ``edgespec serve`` on a synthetic target and an ``edgespec draft`` whose 20 ms request
-timeout is shorter than one verification of its 3,000-token prompt: the drafter gives up
-within its budget (one line, exit 3), and the server holds no session of it."""
+timeout is far shorter than one verification of its 3,000-token prompt: the drafter sends
+the call again until its budget of retries is spent, gives up (one line, exit 3), and the
+server holds no session of it."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def test_an_impatient_drafter_gives_up_and_leaves_no_session(server: ServerProce
     took_s = time.monotonic() - started
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 3, done.stderr
-    assert lines[-1].startswith("edgespec draft: gave up after 5 reconnects without a "
+    assert lines[-1].startswith("edgespec draft: gave up after 5 resends without a "
                                 "committed token (0 committed; "), lines  # fmt: skip
     assert "Traceback" not in done.stderr
     assert took_s < 60

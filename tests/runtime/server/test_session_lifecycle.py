@@ -1,8 +1,8 @@
 """A session's calls across its lifecycle: a close fails its queued call (which never
 reaches a later session under the same id), a verification whose caller went away during
-its pass commits and its retry gets the same reply, and a caller that went away before its
-pass starts is never verified (a failed batch's re-runs included). Retried opens:
-test_open_retries.py."""
+its pass commits (a resend meanwhile takes the pass over, a retry after it gets the same
+reply), and a caller that went away before its pass starts is never verified (a failed
+batch's re-runs included). Retried opens: test_open_retries.py."""
 
 from __future__ import annotations
 
@@ -50,12 +50,13 @@ async def _until_idle(service: VerificationService, num_batches: int) -> None:
     raise AssertionError(f"fewer than {num_batches} batches ran")
 
 
-def test_a_retry_of_a_round_whose_caller_went_away_mid_pass_gets_its_reply(
+def test_a_resend_of_a_round_whose_caller_went_away_mid_pass_takes_the_pass_over(
     target: TransformersTarget,
 ) -> None:
-    """a's caller goes away while its pass runs: the round commits, a's session stays in
-    flight until the batch ends, then the same round again gets the committed reply
-    (without a second pass) and another block for it a FAILED_PRECONDITION."""
+    """a's caller goes away while its pass runs: the round commits; the same call sent again
+    meanwhile takes the pass over and gets its reply when it ends (another block for it is
+    refused: the session is in flight); the same round once more after the batch gets the
+    committed reply (without a second pass) and another block a FAILED_PRECONDITION."""
     call = VerifyCall("a", N, (20, 18))
 
     async def scenario() -> list[Any]:
@@ -64,26 +65,30 @@ def test_a_retry_of_a_round_whose_caller_went_away_mid_pass_gets_its_reply(
         first = asyncio.ensure_future(service.verify(call))
         assert await asyncio.to_thread(backend.entered.wait, 10)
         first.cancel()
-        during = await _outcome(service.verify(call))
+        blocked = await _outcome(service.verify(VerifyCall("a", N, (5,))))
+        resent = asyncio.ensure_future(service.verify(call))
+        await asyncio.sleep(0.05)
         backend.gate.set()
-        await _until_idle(service, 1)
+        during = await _outcome(resent)
         retry = await _outcome(service.verify(call))
         other = await _outcome(service.verify(VerifyCall("a", N, (5,))))
         tokens = service.engine.session_tokens("a")
         await service.stop()
-        return [during, retry, other, tokens, backend.passes]
+        return [blocked, during, retry, other, tokens, backend.passes]
 
-    during, retry, other, tokens, passes = asyncio.run(scenario())
-    assert _error(during) == (
+    blocked, during, retry, other, tokens, passes = asyncio.run(scenario())
+    assert _error(blocked) == (
         ErrorCode.FAILED_PRECONDITION,
         "session 'a' already has a verification in flight",
     )
-    assert isinstance(retry, VerifyReply)
-    committed = retry.outcome.committed_token_ids
+    assert isinstance(during, VerifyReply) and isinstance(retry, VerifyReply)
+    committed = during.outcome.committed_token_ids
     assert committed == target_greedy_decode(target, PROMPT, len(committed))
     assert tokens == (*PROMPT, *committed)
+    assert during.batch_size == 1 and during.verify_s >= 0.05  # the pass it took over
+    assert retry.outcome == during.outcome
     assert (retry.queue_s, retry.verify_s, retry.batch_size) == (0.0, 0.0, 0)
-    assert passes == [[N + 2]]  # one pass: the retry is answered from the committed round
+    assert passes == [[N + 2]]  # one pass: the resend and the retry are answered from it
     assert _error(other) == (
         ErrorCode.FAILED_PRECONDITION,
         f"session 'a' already committed its round at prefix_len {N} with another draft "

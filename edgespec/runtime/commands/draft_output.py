@@ -1,0 +1,75 @@
+"""``edgespec draft``'s output as it streams (:class:`Shown`): the committed text or token
+ids on stdout, and the notices of a generation's retries on stderr, each on a line of its
+own."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from edgespec.config.overrides import shown
+from edgespec.runtime.detokenize import IncrementalText
+from edgespec.runtime.errors import RequestError
+
+
+class Shown:
+    """An output on stdout as it streams: with a tokenizer its text as the HTTP endpoint
+    returns it (complete characters only: :mod:`edgespec.runtime.detokenize`), else its
+    token ids. ``end`` writes the text held (an unfinished character's U+FFFD) and ends the
+    line. Used as a context manager: an output cut short (a lost server, Ctrl-C) ends its
+    line as the block is left, so the error or stop line on stderr starts its own (it
+    followed the last token on the terminal: ``28edgespec draft: UNAVAILABLE ...``)."""
+
+    __slots__ = ("_mid_line", "_text")
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._text = None if tokenizer is None else IncrementalText(tokenizer)
+        self._mid_line = False
+
+    def push(self, tokens: tuple[int, ...]) -> None:
+        text = f"{list(tokens)} " if self._text is None else self._text.push(tokens)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        if text:
+            self._mid_line = not text.endswith("\n")
+
+    def end(self) -> None:
+        held = "" if self._text is None else self._text.finish()
+        sys.stdout.write(held + "\n")
+        sys.stdout.flush()
+        self._mid_line = False
+
+    def notice(self, line: str) -> None:
+        """``line`` on stderr, on a line of its own on a terminal (after a newline of its
+        own when the output is mid-line there; stdout's text is left as it is)."""
+        lead = "\n" if self._mid_line and sys.stdout.isatty() else ""
+        print(f"{lead}{line}", file=sys.stderr, flush=True)
+
+    def reconnecting(self, error: RequestError, num_committed: int, retry_s: float) -> None:
+        """Say that a lost session is reopened (the generation would otherwise be silent
+        for up to ``--retry-timeout-s``): what lost it, what is kept, for how long."""
+        self.notice(
+            f"edgespec draft: the session was lost ({shown(str(error), 120)}) after "
+            f"{num_committed} tokens: reopening it with them, retried for up to {retry_s:g} s "
+            "(--retry-timeout-s)"
+        )
+
+    def resending(self, error: RequestError, num_committed: int, left_s: float) -> None:
+        """Say that a verification past its deadline is sent again (the generation would
+        otherwise be silent for another ``--request-timeout-s``)."""
+        self.notice(
+            f"edgespec draft: no answer within the call's deadline ({shown(str(error), 120)}; "
+            f"--request-timeout-s) after {num_committed} tokens: the server is busy, with a "
+            "long prompt's first pass, say; sending the same block again on the same session "
+            f"(the server keeps its work), for up to {max(left_s, 0.0):.0f} s more "
+            "(--progress-timeout-s)"
+        )
+
+    def __enter__(self) -> Shown:
+        return self
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if kind is not None and self._mid_line:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            self._mid_line = False

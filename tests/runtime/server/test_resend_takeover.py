@@ -1,0 +1,153 @@
+"""A verify call sent again, identical, while its first sending is still queued or in the
+batch being verified (its caller gone past its deadline: the drafter's resend,
+:meth:`~edgespec.runtime.edge.round_loop.RoundLoop.verify`) takes that entry over
+(:meth:`~edgespec.runtime.server.scheduler.Scheduler.take_over`): its place in the queue,
+the pass running for it, a long prompt's prefill parts; nothing is forwarded twice."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import numpy as np
+
+from edgespec.config import from_dict
+from edgespec.policies.batching import FcfsBatching
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import DRAFT_HIDDEN, SessionSpec, VerifyCall, VerifyReply
+from edgespec.runtime.server.config import ServerConfig
+from edgespec.runtime.server.engine import VerificationEngine
+from edgespec.runtime.server.engine_checks import same_request
+from edgespec.runtime.server.service import VerificationService
+from edgespec.runtime.wire.inprocess import target_greedy_decode
+from tests.runtime.bad_cases import GREEDY, PROMPT
+from tests.runtime.server.gated_service import GatedTarget
+from tests.runtime.server.gated_service import gated_service as _service
+
+N = len(PROMPT)
+LONG = tuple((7 * i + 3) % 64 for i in range(40))
+
+
+async def _outcome(call: Any) -> VerifyReply | RequestError:
+    try:
+        return await asyncio.wait_for(call, 10)
+    except RequestError as exc:
+        return exc
+
+
+def test_a_resend_is_the_same_block_and_the_same_payload_names() -> None:
+    call = VerifyCall("a", 3, (1, 2), draft_s=0.5)
+    hidden = {DRAFT_HIDDEN: np.zeros((2, 4), dtype=np.float32)}
+    assert same_request(VerifyCall("a", 3, (1, 2), network_s=2.0), call)  # timings differ
+    assert not same_request(VerifyCall("a", 3, (1, 3)), call)
+    assert not same_request(VerifyCall("a", 4, (1, 2)), call)
+    assert not same_request(VerifyCall("a", 3, (1, 2), draft_parents=(-1, 0)), call)
+    assert not same_request(VerifyCall("a", 3, (1, 2), payloads=hidden), call)  # a follow-up
+
+
+def test_a_caller_still_waiting_is_told_a_resend_took_its_call_over(
+    target: TransformersTarget,
+) -> None:
+    call = VerifyCall("a", N, (20, 18))
+
+    async def scenario() -> list[Any]:
+        service, backend = _service(target, "a")
+        await service.start()
+        first = asyncio.ensure_future(_outcome(service.verify(call)))
+        assert await asyncio.to_thread(backend.entered.wait, 10)
+        resent = asyncio.ensure_future(_outcome(service.verify(call)))
+        await asyncio.sleep(0.05)
+        backend.gate.set()
+        results = [await first, await resent, backend.passes]
+        await service.stop()
+        return results
+
+    first, resent, passes = asyncio.run(scenario())
+    assert isinstance(first, RequestError)
+    assert (first.code, first.message) == (
+        ErrorCode.FAILED_PRECONDITION,
+        "session 'a': a resend of this verification took it over",
+    )
+    assert isinstance(resent, VerifyReply)
+    assert resent.outcome.committed_token_ids == target_greedy_decode(
+        target, PROMPT, len(resent.outcome.committed_token_ids)
+    )
+    assert passes == [[N + 2]]
+
+
+def test_a_resend_of_a_queued_call_keeps_its_place_and_arrival(
+    target: TransformersTarget,
+) -> None:
+    """b's call waits behind a's pass; sent again, it is still the queue's one entry and
+    its reply's queue time counts from the first sending."""
+    b_call = VerifyCall("b", N, (20,))
+
+    async def scenario() -> list[Any]:
+        service, backend = _service(target, "a", "b")
+        await service.start()
+        a = asyncio.ensure_future(service.verify(VerifyCall("a", N, (20, 18))))
+        assert await asyncio.to_thread(backend.entered.wait, 10)
+        first = asyncio.ensure_future(_outcome(service.verify(b_call)))
+        await asyncio.sleep(0.2)
+        resent = asyncio.ensure_future(_outcome(service.verify(b_call)))
+        await asyncio.sleep(0.05)
+        depth = len(service._scheduler.queue)
+        backend.gate.set()
+        results = [await first, await resent, depth, await a, backend.passes]
+        await service.stop()
+        return results
+
+    first, resent, depth, _, passes = asyncio.run(scenario())
+    assert isinstance(first, RequestError) and first.code is ErrorCode.FAILED_PRECONDITION
+    assert depth == 1
+    assert isinstance(resent, VerifyReply)
+    assert resent.queue_s >= 0.25  # from the first sending, 0.2 s before the resend
+    assert passes == [[N + 2], [N + 1]]
+
+
+def _parts_service(target: TransformersTarget) -> tuple[VerificationService, GatedTarget]:
+    backend = GatedTarget(target)
+    config = from_dict(ServerConfig, {"prefill_part_tokens": 8})
+    engine = VerificationEngine(backend, prefill_part_tokens=8)
+    service = VerificationService(engine, config, FcfsBatching())
+    service.open_session(SessionSpec("long", "c", LONG, GREEDY))
+    return service, backend
+
+
+def test_a_long_prompts_parts_go_on_for_a_resend(target: TransformersTarget) -> None:
+    """The caller of a 40-token prompt's first round goes away during its first part; the
+    resend takes the part over, and then goes away between parts; a second resend goes on
+    from the parts kept. Every context token is forwarded once: the passes of one
+    uninterrupted call."""
+    call = VerifyCall("long", 40, target_greedy_decode(target, LONG, 3))
+
+    async def scenario() -> list[Any]:
+        service, backend = _parts_service(target)
+        await service.start()
+        first = asyncio.ensure_future(service.verify(call))
+        assert await asyncio.to_thread(backend.entered.wait, 10)
+        first.cancel()
+        resent = asyncio.ensure_future(service.verify(call))
+        await asyncio.sleep(0.05)
+        backend.entered.clear()
+        backend.gate.set()  # the first part ends; the resend's call goes back to the queue
+        assert await asyncio.to_thread(backend.entered.wait, 10)
+        backend.gate.clear()
+        backend.entered.clear()
+        resent.cancel()  # gone during the second part: its outcome is kept, not queued
+        await asyncio.sleep(0.05)
+        backend.gate.set()
+        await asyncio.sleep(0.3)
+        queued_meanwhile = len(service._scheduler.queue)
+        again = await _outcome(service.verify(call))
+        results = [queued_meanwhile, again, backend.passes, service.stats()]
+        await service.stop()
+        return results
+
+    queued, again, passes, stats = asyncio.run(scenario())
+    assert queued == 0  # nobody waited: the parts stopped until the resend
+    assert isinstance(again, VerifyReply)
+    assert again.outcome.committed_token_ids == target_greedy_decode(target, LONG, 4)
+    assert passes == [[8], [8], [8], [8], [7], [4]]
+    assert (stats.num_cache_misses, stats.num_tokens_forwarded) == (1, 43)
