@@ -109,7 +109,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--request-timeout-s",
         type=float,
         metavar="S",
-        help="deadline of each call to the server (default 30); a call past it reconnects",
+        help="deadline of each call to the server (default 30); a verification past it is "
+        "sent again on the same session (the server keeps its work), until "
+        "--progress-timeout-s",
     )
     parser.add_argument(
         "--max-reconnects",

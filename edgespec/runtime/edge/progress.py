@@ -3,11 +3,11 @@
 A round that fails fast (a server that drops every session, a pass the KV budget always
 evicts, a request timeout far shorter than one verification) would otherwise be retried
 forever, each reopen or replay making the server prefill the whole context again.
-:class:`ProgressWatch` allows at most ``max_reconnects`` retries in a row without a
-committed token (reconnects, replays of an aborted round and resends of a call past its
-deadline alike), and at most ``timeout_s`` since the last committed token (or since the
-generation started); past either the drafter closes its session and raises
-:class:`NoProgress`.
+:class:`ProgressWatch` allows at most ``max_reconnects`` reconnects and replays of an
+aborted round in a row without a committed token, and at most ``timeout_s`` since the last
+committed token (or since the generation started), which alone bounds the resends of a call
+past its deadline (the server goes on with the call: a resend costs it no work); past
+either the drafter closes its session and raises :class:`NoProgress`.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ class ProgressBudget:
     timeout_s: float = 60.0
 
 
-RETRY_KINDS = ("reconnects", "replays", "resends")
-"""A generation's retries, as :class:`NoProgress` names them: a lost session reopened, a
-round the server aborted played again, a call past its deadline sent again."""
+RETRY_KINDS = ("reconnects", "replays")
+"""A generation's retries that ``max_reconnects`` counts, as :class:`NoProgress` names
+them: a lost session reopened, a round the server aborted played again."""
 
 
 class NoProgress(RequestError):

@@ -7,7 +7,8 @@ again, identical, on the same session (:meth:`RoundLoop.verify`: the server take
 resend over, with the pass or prefill parts it runs for it); a session lost to a
 :data:`RECOVERABLE` error is reopened with every committed token as its prompt
 (:mod:`edgespec.runtime.edge.reconnect`); a round the server aborted (:data:`REPLAYED`)
-is played again on the same session. All count against the progress budget."""
+is played again on the same session. All count against the progress budget (resends its
+time alone)."""
 
 from __future__ import annotations
 
@@ -161,8 +162,10 @@ class RoundLoop:
         """``call`` verified (the verifier :func:`play_round` is given): one past its
         deadline is sent again, identical, on the same session, which the server takes over
         with the pass or prefill parts it runs for it (a long prompt's first round on a busy
-        server, say), until the progress budget is spent (then the session is closed and
-        :class:`NoProgress` raised) or ``cancel`` is set (:class:`Cancelled`)."""
+        server, say), until the progress budget's time is out (then the session is closed
+        and :class:`NoProgress` raised) or ``cancel`` is set (:class:`Cancelled`). Each
+        resend waits one request timeout: a resend costs the server no work, and the
+        progress time alone bounds them."""
         while True:
             try:
                 return self.verifier.verify(call)
@@ -175,7 +178,7 @@ class RoundLoop:
     def _before_resend(self, exc: RequestError) -> None:
         options = self.options
         try:
-            self.watch.reconnect(exc, "resends")  # NoProgress once the budget is spent
+            self.watch.check(exc)  # NoProgress once the budget's time is out
         except NoProgress:
             close_quietly(self.verifier, self.session_id)  # the server holds it: free its KV
             raise
