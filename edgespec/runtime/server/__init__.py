@@ -7,6 +7,8 @@ Service and admission:
   expiry; stats;
 * :mod:`.scheduler` — continuous batching: the queue shown to the policy whenever the
   engine is free, one forward pass per batch, a failed batch retried call by call;
+* :mod:`.resends` — a verify call sent again after its deadline: it takes over the same
+  call still queued or being verified, or keeps the arrival of one its caller left;
 * :mod:`.batch_groups` — ``BatchGroups``: a client's grouped verify calls (one of its
   batches) held from the policy's view until all have come or ``group_wait_s`` passed;
 * :mod:`.admission` — the session-state, per-client and queue rules of a verify call, and

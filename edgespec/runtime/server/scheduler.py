@@ -16,7 +16,7 @@ import asyncio
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from edgespec.core.types import PendingVerification
 from edgespec.policies.contracts import PolicyContractError
@@ -27,19 +27,10 @@ from edgespec.runtime.server.batch_groups import BatchGroups
 from edgespec.runtime.server.batch_planner import BatchPlanner
 from edgespec.runtime.server.counters import ServiceCounters
 from edgespec.runtime.server.engine import VerificationEngine
-from edgespec.runtime.server.engine_checks import same_request
 from edgespec.runtime.server.prefill_parts import PrefillPart
+from edgespec.runtime.server.resends import LeftCalls, QueueEntry, take_over
 from edgespec.runtime.server.round_log import RoundLog
 from edgespec.runtime.server.verification import rule_labels
-
-
-@dataclass(slots=True)
-class _Entry:
-    pending: PendingVerification
-    call: VerifyCall
-    serial: int  # the session it was admitted for (SessionTable.session_serial)
-    future: asyncio.Future[VerifyReply]
-    closed: bool = False  # its session closed while its batch ran
 
 
 class Scheduler:
@@ -74,12 +65,13 @@ class Scheduler:
         self._clock = clock
         self._batch_wait_s = batch_wait_s
         self._round_log = round_log
-        self.queue: dict[int, _Entry] = {}
-        self._in_batch: list[_Entry] = []  # the batch being verified (stop() answers its calls)
+        self.queue: dict[int, QueueEntry] = {}
+        self._in_batch: list[QueueEntry] = []  # the batch being verified (stop() answers its calls)
         self._wake = asyncio.Event()
         self._groups = BatchGroups(group_wait_s, self._wake.set)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
         self._isolate: set[int] = set()
+        self.left_calls = LeftCalls(engine.session_serial)  # a resend keeps their arrival
 
     @property
     def in_flight(self) -> set[str]:
@@ -97,28 +89,16 @@ class Scheduler:
         future: asyncio.Future[VerifyReply] = asyncio.get_running_loop().create_future()
         serial = self._engine.session_serial(call.session_id)
         self._groups.hold(pending.entry_id, pending.client_id, call)
-        self.queue[pending.entry_id] = _Entry(pending, call, serial, future)
+        self.queue[pending.entry_id] = QueueEntry(pending, call, serial, future)
         self._wake.set()
         return future
 
     def take_over(self, call: VerifyCall) -> tuple[int, asyncio.Future[VerifyReply]] | None:
-        """A resend (``same_request``) of the call its session has queued or in the batch
-        being verified, its caller gone past its deadline, takes that entry over (its place,
-        its pass, its prefill parts): (entry id, its reply's future), for :meth:`wait`; an
-        earlier caller still waiting gets ``FAILED_PRECONDITION``. ``None``: no such entry."""
-        for entry in (*self._in_batch, *self.queue.values()):
-            if entry.closed or entry.call.session_id != call.session_id:
-                continue
-            if not same_request(call, entry.call):
-                return None
-            earlier, entry.future = entry.future, asyncio.get_running_loop().create_future()
-            if not earlier.done():
-                earlier.set_exception(RequestError(
-                    ErrorCode.FAILED_PRECONDITION,
-                    f"session {call.session_id!r}: a resend of this verification took it over",
-                ))  # fmt: skip
-            return entry.pending.entry_id, entry.future
-        return None
+        """A resend of the call its session has queued or in the batch being verified takes
+        that entry over (:func:`~edgespec.runtime.server.resends.take_over`): (entry id, its
+        reply's future), for :meth:`wait`; ``None``: no such entry."""
+        entry = take_over((*self._in_batch, *self.queue.values()), call)
+        return None if entry is None else (entry.pending.entry_id, entry.future)
 
     async def wait(self, entry_id: int, future: asyncio.Future[VerifyReply]) -> VerifyReply:
         """The reply of queue entry ``entry_id`` (:meth:`enqueue`'s or :meth:`take_over`'s
@@ -127,14 +107,16 @@ class Scheduler:
             return await future
         finally:  # a caller that went away before dispatch must not advance its session
             entry = self.queue.get(entry_id)
-            if entry is None or entry.future is future:  # (not one a resend took over)
-                self.queue.pop(entry_id, None)
+            if entry is not None and entry.future is future:  # (not one a resend took over)
+                del self.queue[entry_id]
                 self._groups.leave(entry_id)
+                self.left_calls.left(entry)
 
     def fail_session(self, session_id: str, event: str) -> None:
         """``session_id`` was just closed (``event``: how): its queued call leaves the
         queue, one in the batch being verified no longer holds the id (the pass's result
         for it is dropped), and each caller gets ``NOT_FOUND`` naming the session."""
+        self.left_calls.forget(session_id)
         for entry_id, entry in list(self.queue.items()):
             if entry.call.session_id == session_id:
                 del self.queue[entry_id]
@@ -170,7 +152,7 @@ class Scheduler:
                 await self._verify(self._in_batch)
             self._in_batch = []  # (a cancelled run leaves it to stop())
 
-    async def _verify(self, entries: list[_Entry]) -> None:
+    async def _verify(self, entries: list[QueueEntry]) -> None:
         """One forward pass over ``entries``; a failed pass of several runs them again one
         by one, those whose callers still wait."""
         loop = asyncio.get_running_loop()
@@ -196,7 +178,7 @@ class Scheduler:
 
     def _answer(
         self,
-        entries: Sequence[_Entry],
+        entries: Sequence[QueueEntry],
         outcomes: Sequence[VerifyOutcome | RequestError | PrefillPart],
         start: float,
         end: float,
@@ -216,7 +198,9 @@ class Scheduler:
             labels = {p.session_id: self._labels(p.session_id) for p, _ in verified}
             self._round_log.batch(verified, start, end, len(entries), labels)
         for e, outcome in zip(entries, outcomes, strict=True):
-            if e.future.done():
+            if e.future.done():  # its caller gone: a resend goes on from the parts kept
+                if isinstance(outcome, PrefillPart) and not e.closed:
+                    self.left_calls.left(e)
                 continue
             if isinstance(outcome, RequestError):
                 e.future.set_exception(outcome)
@@ -232,7 +216,7 @@ class Scheduler:
             if outcome.hidden_request is None:
                 self._counters.answered(outcome, queue_s)
 
-    def _fail(self, entry: _Entry, exc: BaseException | None) -> None:
+    def _fail(self, entry: QueueEntry, exc: BaseException | None) -> None:
         self._isolate.discard(entry.pending.entry_id)
         if not entry.future.done():
             message = f"verification failed in the target backend: {exc!r}"
@@ -294,6 +278,6 @@ class Scheduler:
             return {}
 
 
-def _reject(entry: _Entry, message: str) -> None:
+def _reject(entry: QueueEntry, message: str) -> None:
     if not entry.future.done():
         entry.future.set_exception(RequestError(ErrorCode.NOT_FOUND, message))

@@ -165,7 +165,7 @@ class VerificationService:
                 call, owner, queued, scheduler.in_flight, entry_id, self._clock()
             )
             self._next_id = entry_id
-            return pending
+            return scheduler.left_calls.arrival_kept(pending, call)  # a resend keeps its place
 
         pending = self._guard(check)
         future = self._guard(lambda: scheduler.enqueue(pending, call))  # a group's refusal too

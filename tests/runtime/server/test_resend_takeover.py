@@ -148,6 +148,44 @@ def test_a_long_prompts_parts_go_on_for_a_resend(target: TransformersTarget) -> 
     queued, again, passes, stats = asyncio.run(scenario())
     assert queued == 0  # nobody waited: the parts stopped until the resend
     assert isinstance(again, VerifyReply)
+    assert again.queue_s >= 0.4  # counted from the first sending: its arrival is kept
     assert again.outcome.committed_token_ids == target_greedy_decode(target, LONG, 4)
     assert passes == [[8], [8], [8], [8], [7], [4]]
     assert (stats.num_cache_misses, stats.num_tokens_forwarded) == (1, 43)
+
+
+def test_a_resend_after_its_caller_left_the_queue_keeps_its_arrival(
+    target: TransformersTarget,
+) -> None:
+    """One call a batch: b is sent behind a's pass, then c; b's caller goes away and b is
+    sent again after c. b keeps its first arrival, so it runs before c (it ran after c,
+    its place lost), and its queue time counts from its first sending."""
+
+    async def scenario() -> list[Any]:
+        backend = GatedTarget(target)
+        engine = VerificationEngine(backend)
+        config = from_dict(ServerConfig, {"max_batch_size": 1})
+        service = VerificationService(engine, config, FcfsBatching())
+        for sid in "abc":
+            service.open_session(SessionSpec(sid, sid, PROMPT, GREEDY))
+        await service.start()
+        a = asyncio.ensure_future(service.verify(VerifyCall("a", N, (20, 18))))
+        assert await asyncio.to_thread(backend.entered.wait, 10)
+        b_call = VerifyCall("b", N, (20,))
+        first = asyncio.ensure_future(service.verify(b_call))
+        await asyncio.sleep(0.1)
+        c = asyncio.ensure_future(service.verify(VerifyCall("c", N, (20, 18, 3))))
+        await asyncio.sleep(0.1)
+        first.cancel()
+        await asyncio.sleep(0.1)
+        resent = asyncio.ensure_future(_outcome(service.verify(b_call)))
+        await asyncio.sleep(0.05)
+        backend.gate.set()
+        results = [await resent, await c, await a, backend.passes]
+        await service.stop()
+        return results
+
+    resent, _, _, passes = asyncio.run(scenario())
+    assert passes == [[N + 2], [N + 1], [N + 3]]  # a, b, c
+    assert isinstance(resent, VerifyReply)
+    assert resent.queue_s >= 0.3

@@ -1,0 +1,78 @@
+"""The scheduler's queue entries, and what becomes of a verify call sent again after its
+caller's deadline passed (the drafter's resend,
+:meth:`~edgespec.runtime.edge.round_loop.RoundLoop.verify`): the same call still queued or
+being verified is taken over (:func:`take_over`: its place, its pass, its prefill parts);
+one whose caller left it queued, or between prefill parts, gives the resend its arrival and
+deadline (:class:`LeftCalls`), so a resent call keeps its place in the batching policy's
+order."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+from edgespec.core.types import PendingVerification
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import VerifyCall, VerifyReply
+from edgespec.runtime.server.engine_checks import same_request
+
+
+@dataclass(slots=True)
+class QueueEntry:
+    """An admitted call in the scheduler's queue or its batch being verified."""
+
+    pending: PendingVerification
+    call: VerifyCall
+    serial: int  # the session it was admitted for (SessionTable.session_serial)
+    future: asyncio.Future[VerifyReply]
+    closed: bool = False  # its session closed while its batch ran
+
+
+def take_over(entries: Iterable[QueueEntry], call: VerifyCall) -> QueueEntry | None:
+    """The entry of ``call``'s session among ``entries`` (queued or being verified), its
+    future replaced by a new one for ``call``'s caller, when ``call`` sends it again
+    (``same_request``); an earlier caller still waiting gets ``FAILED_PRECONDITION``.
+    ``None``: the session has no entry, or one of another call."""
+    for entry in entries:
+        if entry.closed or entry.call.session_id != call.session_id:
+            continue
+        if not same_request(call, entry.call):
+            return None
+        earlier, entry.future = entry.future, asyncio.get_running_loop().create_future()
+        if not earlier.done():
+            earlier.set_exception(RequestError(
+                ErrorCode.FAILED_PRECONDITION,
+                f"session {call.session_id!r}: a resend of this verification took it over",
+            ))  # fmt: skip
+        return entry
+    return None
+
+
+class LeftCalls:
+    """Per session, the last call its caller left queued or between prefill parts (one a
+    session at most; forgotten when the session closes or a call of it is admitted).
+    ``serial_of``: the serial of the open session of an id."""
+
+    __slots__ = ("_left", "_serial_of")
+
+    def __init__(self, serial_of: Callable[[str], int]) -> None:
+        self._left: dict[str, QueueEntry] = {}
+        self._serial_of = serial_of
+
+    def left(self, entry: QueueEntry) -> None:
+        self._left[entry.call.session_id] = entry
+
+    def forget(self, session_id: str) -> None:
+        self._left.pop(session_id, None)
+
+    def arrival_kept(self, pending: PendingVerification, call: VerifyCall) -> PendingVerification:
+        """``pending`` (``call`` admitted) with the arrival and deadline of its earlier
+        sending, when its caller left it and ``call`` sends it again to the same session."""
+        left = self._left.pop(call.session_id, None)
+        if left is None or left.serial != self._serial_of(call.session_id):
+            return pending
+        if not same_request(call, left.call):
+            return pending
+        earlier = left.pending
+        return replace(pending, enqueued_s=earlier.enqueued_s, deadline_s=earlier.deadline_s)
