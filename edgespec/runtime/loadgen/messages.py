@@ -40,6 +40,7 @@ class Finished:
     record: RequestRecord
     output: tuple[int, ...]
     num_reconnects: int
+    num_resends: int = 0  # verify calls sent again past their deadline
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,6 +105,10 @@ class LoadReport:
         return sum(f.num_reconnects for f in self.outcome.finished)
 
     @property
+    def num_resends(self) -> int:
+        return sum(f.num_resends for f in self.outcome.finished)
+
+    @property
     def slo_rows(self) -> tuple[SloRow, ...]:
         return slo_rows(self.metrics, self.outcome)
 
@@ -139,6 +143,7 @@ class LoadReport:
                 "dropped": o.num_dropped,
                 "unserved": o.num_unserved,
                 "reconnects": self.num_reconnects,
+                "resends": self.num_resends,
             },
             "errors_by_code": self.errors_by_code,
             "error_messages": sorted({f"{f.code}: {f.message}" for f in o.failed})[:20],

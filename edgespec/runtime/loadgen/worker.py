@@ -128,12 +128,13 @@ class _Client:
             if load.mode == "centralized":
                 spec = SessionSpec(job.request_id, client_id, prompt, sampling, slo.name)
                 request, output, reconnects = self._centralized(spec, on_tokens)
+                resends = 0
             else:
                 result = generate(self.verifier, self.drafter(), prompt, sampling, options,
                                   StaticWindow(load.gamma), on_tokens,
                                   clock=time.monotonic)  # fmt: skip
                 request, output = result.request, result.output_token_ids
-                reconnects = result.num_reconnects
+                reconnects, resends = result.num_reconnects, result.num_resends
         except RequestError as exc:
             self._failed(Failed(job.request_id, job.prompt_index, exc.code.value, exc.message))
             return
@@ -147,7 +148,7 @@ class _Client:
             device_wait_s=max(started - job.arrival_s, 0.0),
             slo_tokens_per_s=slo.target_tokens_per_s,
         )
-        self.send(Finished(job.request_id, job.prompt_index, record, output, reconnects))
+        self.send(Finished(job.request_id, job.prompt_index, record, output, reconnects, resends))
 
     def _failed(self, failed: Failed) -> None:
         """Report a failed request, then back off as a client would before its next one."""

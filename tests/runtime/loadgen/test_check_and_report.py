@@ -20,10 +20,10 @@ from edgespec.runtime.loadgen.scrape import agreement
 
 
 def _finished(request_id: str, prompt: int, output: tuple[int, ...], rounds: int = 2,
-              reconnects: int = 0) -> Finished:  # fmt: skip
+              reconnects: int = 0, resends: int = 0) -> Finished:  # fmt: skip
     record = RequestRecord(request_id, "c", "fast", 0, 1.0, 1.5, 3.0, 4, len(output), rounds,
                            6, 3, slo_tokens_per_s=1.0)  # fmt: skip
-    return Finished(request_id, prompt, record, output, reconnects)
+    return Finished(request_id, prompt, record, output, reconnects, resends)
 
 
 def test_a_mismatch_is_found_with_where_it_parts() -> None:
@@ -42,7 +42,8 @@ NEVER = (NeverServed("t.w0.0.7", "fast", 1.0, True), NeverServed("t.w0.0.8", "fa
 def _outcome(never_served: tuple[NeverServed, ...] = NEVER) -> RunOutcome:
     return RunOutcome(
         start_s=0.0, arrivals_end_s=4.0, end_s=4.0, num_started=5,
-        finished=(_finished("a", 0, (1, 2, 3)), _finished("b", 0, (1, 2, 3), reconnects=2)),
+        finished=(_finished("a", 0, (1, 2, 3), resends=3),
+                  _finished("b", 0, (1, 2, 3), reconnects=2)),
         failed=(Failed("c", 0, "NOT_FOUND", "gone"), Failed("d", 1, "NOT_FOUND", "later")),
         killed=("e",), lost=(), faults=(FaultEvent("kill-clients", 2.0, "1 killed"),),
         never_served=never_served, run_tag="t",
@@ -64,7 +65,8 @@ def test_report_counts_fates_errors_and_reconnects() -> None:
     assert data["run_tag"] == "t"
     assert data["requests"] == {"arrived": 8, "started": 5, "finished": 2, "failed": 2,
                                 "killed": 1, "lost": 0, "lost_ids": [], "never_served": 3,
-                                "dropped": 1, "unserved": 2, "reconnects": 2}  # fmt: skip
+                                "dropped": 1, "unserved": 2, "reconnects": 2,
+                                "resends": 3}  # fmt: skip
     text = markdown(report)
     assert text.startswith("## edgespec bench serve (run t): mode distributed\n")
     assert "| | 8 | 5 | 2 | 2 | 1 | **0** | 3 (1, 2) | 2 |" in text
