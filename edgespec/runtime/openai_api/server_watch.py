@@ -4,7 +4,7 @@ and ``/ready`` start when no call is recent (:mod:`.health`).
 
 A server is ``reachable`` (its last call answered, a refusal of a request included),
 ``unreachable`` (the last one failed ``UNAVAILABLE``: down, restarting, or silent past the
-call's deadline), ``refusing_token`` (``UNAUTHENTICATED`` or ``PERMISSION_DENIED``: it does
+call's deadline; a verification past its deadline tells nothing: busy with its pass), ``refusing_token`` (``UNAUTHENTICATED`` or ``PERMISSION_DENIED``: it does
 not take the endpoint's own ``--auth-token``), or ``unknown`` (nothing asked yet); each
 state since the call that set it. The endpoint is ready while one server is reachable.
 A server that answers again ends the outage :class:`~.outages.OutageLog` may have opened
@@ -202,7 +202,17 @@ class Watched:
         self._told(open_bounded, self._inner, spec, timeout_s, cancel)
 
     def verify(self, call: VerifyCall) -> VerifyReply:
-        reply: VerifyReply = self._told(self._inner.verify, call)
+        """The call, told; one past its deadline tells nothing: the server took it, and a
+        verification waits for its queue and pass (a long prompt's first round makes a
+        server busy that long, and the drafter sends the call again). A silent server is
+        told by its opens and the probes (:mod:`.health`), which wait on no pass."""
+        try:
+            reply: VerifyReply = self._inner.verify(call)
+        except RequestError as exc:
+            if not exc.past_deadline:
+                self._watch.tell(self._index, exc)
+            raise
+        self._watch.tell(self._index, None)
         return reply
 
     def close(self, session_id: str) -> None:
