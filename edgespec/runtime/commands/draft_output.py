@@ -20,16 +20,18 @@ class Shown:
     line as the block is left, so the error or stop line on stderr starts its own (it
     followed the last token on the terminal: ``28edgespec draft: UNAVAILABLE ...``)."""
 
-    __slots__ = ("_mid_line", "_text")
+    __slots__ = ("_mid_line", "_resent_at", "_text")
 
     def __init__(self, tokenizer: Any) -> None:
         self._text = None if tokenizer is None else IncrementalText(tokenizer)
         self._mid_line = False
+        self._resent_at: int | None = None  # the tokens committed at the last resend said
 
     def push(self, tokens: tuple[int, ...]) -> None:
         text = f"{list(tokens)} " if self._text is None else self._text.push(tokens)
         sys.stdout.write(text)
         sys.stdout.flush()
+        self._resent_at = None
         if text:
             self._mid_line = not text.endswith("\n")
 
@@ -56,13 +58,18 @@ class Shown:
 
     def resending(self, error: RequestError, num_committed: int, left_s: float) -> None:
         """Say that a verification past its deadline is sent again (the generation would
-        otherwise be silent for another ``--request-timeout-s``)."""
+        otherwise be silent for another ``--request-timeout-s``): in full the first time,
+        then one short line a resend until a token comes."""
+        left = f"for up to {max(left_s, 0.0):.0f} s more (--progress-timeout-s)"
+        if self._resent_at == num_committed:
+            self.notice(f"edgespec draft: still no answer: sending it again, {left}")
+            return
+        self._resent_at = num_committed
         self.notice(
             f"edgespec draft: no answer within the call's deadline ({shown(str(error), 120)}; "
             f"--request-timeout-s) after {num_committed} tokens: the server is busy, with a "
             "long prompt's first pass, say; sending the same block again on the same session "
-            f"(the server keeps its work), for up to {max(left_s, 0.0):.0f} s more "
-            "(--progress-timeout-s)"
+            f"(the server keeps its work), {left}"
         )
 
     def __enter__(self) -> Shown:

@@ -10,6 +10,7 @@ gets the close too."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Any
@@ -147,11 +148,13 @@ def test_the_close_is_sent_to_a_silent_server_too(capsys: pytest.CaptureFixture[
         error = _run(address)
     assert isinstance(error, NoProgress)
     assert calls == ["OpenSession", "Verify", "Verify", "Verify", "CloseSession"]
-    lines = capsys.readouterr().err.splitlines()
-    assert lines[0] == (
+    lines = [re.sub(r"up to \d+ s", "up to N s", line)
+             for line in capsys.readouterr().err.splitlines()]  # fmt: skip
+    assert lines == [
         "edgespec draft: no answer within the call's deadline (UNAVAILABLE: Deadline "
         "Exceeded; --request-timeout-s) after 0 tokens: the server is busy, with a long "
         "prompt's first pass, say; sending the same block again on the same session (the "
-        "server keeps its work), for up to 1 s more (--progress-timeout-s)"
-    )
-    assert len(lines) == 2
+        "server keeps its work), for up to N s more (--progress-timeout-s)",
+        "edgespec draft: still no answer: sending it again, for up to N s more "
+        "(--progress-timeout-s)",
+    ]

@@ -88,8 +88,12 @@ def test_with_the_default_budget_the_rounds_finish_resent(
     assert _in_thread(lambda: main(argv), timeout_s=40) == 0
     captured = capsys.readouterr()
     assert len(captured.out.split("]")) == 3  # two tokens, as token ids: "[a] [b] \n"
-    resends = [line for line in captured.err.splitlines() if "sending the same block" in line]
-    assert len(resends) >= 6  # three a round, two rounds (a token each: γ capped at 1, 0)
+    said = [line for line in captured.err.splitlines() if "sending" in line]
+    assert len(said) >= 6  # three a round, two rounds (a token each: γ capped at 1, 0)
+    full = [n for n, line in enumerate(said) if "sending the same block" in line]
+    assert len(full) == 2 and full[0] == 0  # said in full once a round, then in short
+    assert said[1].startswith("edgespec draft: still no answer: sending it again, for up to ")
+    assert said[1].endswith(" s more (--progress-timeout-s)")
     assert _sessions(slow_server) == 0
 
 
