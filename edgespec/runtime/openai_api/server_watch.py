@@ -4,9 +4,10 @@ and ``/ready`` start when no call is recent (:mod:`.health`).
 
 A server is ``reachable`` (its last call answered, a refusal of a request included),
 ``unreachable`` (the last one failed ``UNAVAILABLE``: down, restarting, or silent past the
-call's deadline; a verification past its deadline tells nothing: busy with its pass), ``refusing_token`` (``UNAUTHENTICATED`` or ``PERMISSION_DENIED``: it does
-not take the endpoint's own ``--auth-token``), or ``unknown`` (nothing asked yet); each
-state since the call that set it. The endpoint is ready while one server is reachable.
+call's deadline; a verification past its deadline tells nothing: busy with its pass),
+``refusing_token`` (``UNAUTHENTICATED`` or ``PERMISSION_DENIED``: it does not take the
+endpoint's own ``--auth-token``), or ``unknown`` (nothing asked yet); each state since the
+call that set it. The endpoint is ready while one server is reachable.
 A server that answers again ends the outage :class:`~.outages.OutageLog` may have opened
 (each 503 ``unavailable`` told to it, :meth:`ServerWatch.note`, with whether a server was
 reachable then, under the lock a server answering takes: so none is counted twice, or in

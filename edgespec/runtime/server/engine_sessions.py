@@ -4,20 +4,19 @@
 :class:`~edgespec.runtime.server.session_record.EngineSession` each), opens them (checked by
 :mod:`edgespec.runtime.server.engine_checks`, the rule bound from the engine's rules),
 closes them and expires idle ones, keeps the sessions holding KV in LRU order under a token
-budget (evicting the oldest), and reports the engine's counters (:class:`EngineCounters`).
-:class:`~edgespec.runtime.server.engine.VerificationEngine` is a :class:`SessionTable` that
-also verifies.
+budget (evicting the oldest), and reports the engine's counters (:class:`EngineCounters`);
+:class:`~edgespec.runtime.server.engine.VerificationEngine` is one that also verifies.
 
 Each open gets a new ``serial``: a verification is bound to the session it was admitted for
 (:meth:`SessionTable.session_serial`), never to a later one that reuses the id. A session
 keeps its last committed round (its block, not the draft's probabilities or payloads), so
 a retry of that round gets the same outcome again (:meth:`SessionTable.replay`) instead of
-a second verification; an identical open of a session that has verified nothing yet is a
-retry too (:meth:`SessionTable.is_unused_copy`). A kept outcome's hidden rows (a
-``return_hidden`` session's: its prompt's in its first round, then at most 1 + K,
-:mod:`edgespec.runtime.server.returned_hidden`; 2.5 KiB a row at Gemma 3 270M's 640 floats),
-and those of a pass waiting for its SH follow-up, count against the token budget, a row a
-token, beside the KV. Evicted, neither is answered without them: a retry of that round is
+a second verification (so does the call of a pass waiting for its SH follow-up); an
+identical open of a session that has verified nothing yet is a retry too (``is_unused_copy``).
+A kept outcome's hidden rows (a ``return_hidden`` session's: its prompt's in its first
+round, then at most 1 + K, :mod:`.returned_hidden`; 2.5 KiB a row at Gemma 3 270M's 640
+floats), and those of a pass waiting for its SH follow-up, count against the token budget,
+a row a token, beside the KV. Evicted, neither is answered without them: a retry of that round is
 refused (``FAILED_PRECONDITION``), and so is the follow-up (``ABORTED``: the client sends
 the block again; ``FAILED_PRECONDITION`` when the pass alone held more than the budget,
 :func:`~edgespec.runtime.server.hidden_followup.evicted_followup_error`).
@@ -36,8 +35,8 @@ import numpy as np
 from edgespec.runtime.backends.base import TargetBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
-from edgespec.runtime.server.engine_checks import check_session_spec, same_block
-from edgespec.runtime.server.hidden_followup import PendingHidden
+from edgespec.runtime.server.engine_checks import check_session_spec, same_block, same_request
+from edgespec.runtime.server.hidden_followup import PendingHidden, waiting_outcome
 from edgespec.runtime.server.prefill_parts import eviction_order
 from edgespec.runtime.server.session_record import EngineSession, evict, held_tokens, stored_rows
 from edgespec.runtime.server.verification import (
@@ -193,21 +192,24 @@ class SessionTable:
 
     def replay(self, call: VerifyCall) -> VerifyOutcome | None:
         """The outcome of the session's last committed round when ``call`` retries it (the
-        same ``prefix_len`` and draft block); ``None`` when ``call`` is not about that
-        round. ``FAILED_PRECONDITION`` when ``call`` sends another block for it."""
+        same ``prefix_len`` and draft block), or of its pass waiting for an SH follow-up
+        when ``call`` sends that pass's call again; ``None`` when ``call`` is about neither.
+        ``FAILED_PRECONDITION`` when ``call`` sends another block for the committed round."""
         with self._lock:
             s = self._get(call.session_id)
+            if s.pending is not None and same_request(call, s.pending.call):
+                return waiting_outcome(s.pending)  # the reply asking for hidden states, lost
             last = s.last_round
             if last is None or call.prefix_len != last[0].prefix_len:
                 return None
-            if same_block(call, last[0]) and s.rows_evicted:
-                raise RequestError(
-                    ErrorCode.FAILED_PRECONDITION,
-                    f"session {call.session_id!r}: the reply of its round at prefix_len "
-                    f"{call.prefix_len} is no longer held (its {s.rows_evicted} hidden rows "
-                    "were evicted under kv_budget_tokens); reopen the session",
-                )
             if same_block(call, last[0]):
+                if s.rows_evicted:
+                    raise RequestError(
+                        ErrorCode.FAILED_PRECONDITION,
+                        f"session {call.session_id!r}: the reply of its round at prefix_len "
+                        f"{call.prefix_len} is no longer held (its {s.rows_evicted} hidden "
+                        "rows were evicted under kv_budget_tokens); reopen the session",
+                    )
                 return last[1]
             raise RequestError(
                 ErrorCode.FAILED_PRECONDITION,

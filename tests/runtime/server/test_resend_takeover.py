@@ -7,6 +7,7 @@ the pass running for it, a long prompt's prefill parts; nothing is forwarded twi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -22,8 +23,12 @@ from edgespec.runtime.server.engine_checks import same_request
 from edgespec.runtime.server.service import VerificationService
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.bad_cases import GREEDY, PROMPT
+from tests.runtime.semantic_helpers import rows
 from tests.runtime.server.gated_service import GatedTarget
 from tests.runtime.server.gated_service import gated_service as _service
+from tests.runtime.server.semantic_engine import PROMPT as SEMANTIC_PROMPT
+from tests.runtime.server.semantic_engine import open_semantic, semantic_engine
+from tests.runtime.server.test_semantic_rule import _block as semantic_block
 
 N = len(PROMPT)
 LONG = tuple((7 * i + 3) % 64 for i in range(40))
@@ -189,3 +194,35 @@ def test_a_resend_after_its_caller_left_the_queue_keeps_its_arrival(
     assert passes == [[N + 2], [N + 1], [N + 3]]  # a, b, c
     assert isinstance(resent, VerifyReply)
     assert resent.queue_s >= 0.3
+
+
+def test_a_semantic_sh_first_call_sent_again_gets_its_hidden_state_request_again(
+    target: TransformersTarget, target_model: Any
+) -> None:
+    """WISV's SH flow: the first call's reply (asking for the draft's hidden states) lost,
+    the call sent again gets the same request again, from the kept pass (no second pass);
+    it was refused INVALID_ARGUMENT, taken for a follow-up without its hidden states."""
+    block, _ = semantic_block(target_model)
+    engine = semantic_engine(target)
+    service = VerificationService(engine, from_dict(ServerConfig, {}), FcfsBatching())
+    open_semantic(engine, "sh")
+    call = VerifyCall("sh", len(SEMANTIC_PROMPT), block)
+
+    async def scenario() -> list[Any]:
+        await service.start()
+        try:
+            first = await service.verify(call)
+            again = await _outcome(service.verify(call))
+            assert first.outcome.hidden_request is not None
+            wanted = rows(-1, +1, -1, +1, -1)[list(first.outcome.hidden_request)]
+            follow = dataclasses.replace(call, payloads={DRAFT_HIDDEN: wanted})
+            decided = await service.verify(follow)
+        finally:
+            await service.stop()
+        return [first, again, decided]
+
+    first, again, decided = asyncio.run(scenario())
+    assert isinstance(again, VerifyReply)
+    assert again.outcome == first.outcome
+    assert decided.outcome.committed_token_ids
+    assert engine.counters().num_forward_passes == 1  # the follow-up decides from the pass

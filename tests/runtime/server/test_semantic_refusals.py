@@ -1,6 +1,7 @@
 """Malformed draft hidden states sent to a semantic session over loopback gRPC: each is
 refused with the exact reason (shape, row count, non-finite value, a follow-up that is not
-the one asked for), while that session and an exact one beside it go on to the end."""
+the one asked for), while that session and an exact one beside it go on to the end. The SH
+call sent again without hidden states (its reply lost) is asked again, not refused."""
 
 from __future__ import annotations
 
@@ -72,11 +73,13 @@ def test_malformed_hidden_states_are_refused_and_every_session_goes_on(
     asked = verifier.verify(VerifyCall("a", n, block))  # SH: the server asks
     positions = asked.outcome.hidden_request
     assert positions is not None and positions[0] == 0 and asked.outcome.committed_token_ids == ()
-    code, message = _error(verifier, VerifyCall("a", n, block))
-    assert code is ErrorCode.INVALID_ARGUMENT
-    assert message.startswith(
-        f"session 'a' awaits the draft hidden states of positions "
-        f"{list(positions)}: the follow-up call must carry payload"
+    again = verifier.verify(VerifyCall("a", n, block))  # sent again: asked again
+    assert again.outcome == asked.outcome
+    unnamed = {"channel_state": rows(*[1] * len(positions))}  # not the payload asked for
+    assert _error(verifier, VerifyCall("a", n, block, payloads=unnamed)) == (
+        ErrorCode.INVALID_ARGUMENT,
+        "verification rule 'semantic' takes no payload(s) ['channel_state']; it takes "
+        "['draft_hidden']",
     )
     code, message = _error(
         verifier, VerifyCall("a", n, block[:1], payloads={DRAFT_HIDDEN: rows(1)})
