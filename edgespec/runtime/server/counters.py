@@ -68,7 +68,9 @@ class ServiceMetrics:
     ``num_verifications``: rounds decided and answered (a client gone before its answer
     and a hidden-state request are not counted), with their drafted, accepted and committed
     tokens; ``rejected_by_code``: every :class:`ErrorCode`, with the requests the service
-    refused with it; ``num_prefill_parts``: the engine's; ``semantic_sessions`` and
+    refused with it; ``num_prefill_parts``: the engine's; ``num_resent``: verify calls
+    repeating one the server had (a resend taking over its queued or running call, given
+    its first sending's place, or answered from its committed round); ``semantic_sessions`` and
     ``accepted_mismatches``: the engine's, by threshold (:class:`EngineCounters`)."""
 
     stats: ServerStats
@@ -79,6 +81,7 @@ class ServiceMetrics:
     num_sessions_opened: int
     num_sessions_closed: int
     num_prefill_parts: int
+    num_resent: int
     rejected_by_code: tuple[tuple[str, int], ...]
     semantic_sessions: tuple[tuple[int, int], ...]
     accepted_mismatches: tuple[tuple[int, int], ...]
@@ -106,6 +109,7 @@ class ServiceCounters:
     num_committed_tokens: int = 0
     num_sessions_opened: int = 0
     num_sessions_closed: int = 0
+    num_resent: int = 0
     rejected_by_code: Counter[str] = field(default_factory=Counter)
     batch_size: Histogram = field(default_factory=lambda: Histogram(BATCH_SIZE_BUCKETS))
     batch_seconds: Histogram = field(default_factory=_seconds)
@@ -177,6 +181,7 @@ class ServiceCounters:
             num_sessions_opened=self.num_sessions_opened,
             num_sessions_closed=self.num_sessions_closed,
             num_prefill_parts=c.num_prefill_parts,
+            num_resent=self.num_resent,
             rejected_by_code=tuple((e.value, self.rejected_by_code[e.value]) for e in ErrorCode),
             semantic_sessions=c.semantic_sessions,
             accepted_mismatches=c.accepted_mismatches,

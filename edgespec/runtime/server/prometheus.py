@@ -33,6 +33,7 @@ COUNTERS: dict[str, tuple[str, str]] = {  # metric without _total -> (field, hel
     "evictions": ("stats.num_evictions", "sessions evicted from the KV cache (LRU)"),
     "reprefills": ("stats.num_reprefills", "evicted sessions re-prefilled"),
     "prefill_parts": ("num_prefill_parts", "passes forwarding a part of a long uncached context"),
+    "resent_verifications": ("num_resent", "verify calls repeating one the server had"),
     "expired_sessions": ("stats.num_expired_sessions", "idle sessions closed after the timeout"),
     "verifications": ("num_verifications", "rounds decided and answered"),
     "drafted_tokens": ("num_drafted_tokens", "draft tokens verified"),

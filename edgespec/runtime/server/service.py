@@ -153,9 +153,11 @@ class VerificationService:
         scheduler = self._scheduler
         replayed = self._guard(lambda: self._admission.replay(call, owner))
         if replayed is not None:  # a retry of the round last committed: no queue, no pass
+            self._counters.num_resent += 1
             return VerifyReply(replayed, 0.0, 0.0, 0, len(scheduler.queue))
         taken = scheduler.take_over(call)  # a resend of the call still queued or running
         if taken is not None:
+            self._counters.num_resent += 1
             return await scheduler.wait(*taken)
 
         def check() -> PendingVerification:
@@ -165,7 +167,9 @@ class VerificationService:
                 call, owner, queued, scheduler.in_flight, entry_id, self._clock()
             )
             self._next_id = entry_id
-            return scheduler.left_calls.arrival_kept(pending, call)  # a resend keeps its place
+            kept = scheduler.left_calls.arrival_kept(pending, call)  # a resend keeps its place
+            self._counters.num_resent += kept is not pending
+            return kept
 
         pending = self._guard(check)
         future = self._guard(lambda: scheduler.enqueue(pending, call))  # a group's refusal too

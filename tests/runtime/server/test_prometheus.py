@@ -21,7 +21,8 @@ pytest.importorskip("prometheus_client")
 
 
 def _counters() -> ServiceCounters:
-    c = ServiceCounters(busy=True, num_expired=6, num_sessions_opened=7, num_sessions_closed=3)
+    c = ServiceCounters(busy=True, num_expired=6, num_sessions_opened=7, num_sessions_closed=3,
+                        num_resent=5)  # fmt: skip
     outcome = VerifyOutcome(VerifyResult(4, 2, 2, 9, (5, 6)), (5, 6, 9), False, 5)
     c.answered(outcome, 0.003)
     c.answered(outcome, 0.2)
@@ -52,6 +53,7 @@ def test_families_have_conventional_names_and_types() -> None:
     counters += [
         "reprefills",
         "prefill_parts",
+        "resent_verifications",
         "expired_sessions",
         "verifications",
         "drafted_tokens",
@@ -81,6 +83,7 @@ def test_values_are_the_services_numbers() -> None:
         "edgespec_evictions_total": 5,
         "edgespec_reprefills_total": 2,
         "edgespec_prefill_parts_total": 11,
+        "edgespec_resent_verifications_total": 5,
         "edgespec_expired_sessions_total": 6,
         "edgespec_verifications_total": 2,
         "edgespec_drafted_tokens_total": 8,

@@ -11,6 +11,7 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+import pytest
 
 from edgespec.config import from_dict
 from edgespec.policies.batching import FcfsBatching
@@ -64,11 +65,12 @@ def test_a_caller_still_waiting_is_told_a_resend_took_its_call_over(
         resent = asyncio.ensure_future(_outcome(service.verify(call)))
         await asyncio.sleep(0.05)
         backend.gate.set()
-        results = [await first, await resent, backend.passes]
+        results = [await first, await resent, backend.passes, service.metrics().num_resent]
         await service.stop()
         return results
 
-    first, resent, passes = asyncio.run(scenario())
+    first, resent, passes, resent_count = asyncio.run(scenario())
+    assert resent_count == 1
     assert isinstance(first, RequestError)
     assert (first.code, first.message) == (
         ErrorCode.FAILED_PRECONDITION,
@@ -186,14 +188,15 @@ def test_a_resend_after_its_caller_left_the_queue_keeps_its_arrival(
         resent = asyncio.ensure_future(_outcome(service.verify(b_call)))
         await asyncio.sleep(0.05)
         backend.gate.set()
-        results = [await resent, await c, await a, backend.passes]
+        results = [await resent, await c, await a, backend.passes, service.metrics().num_resent]
         await service.stop()
         return results
 
-    resent, _, _, passes = asyncio.run(scenario())
+    resent, _, _, passes, resent_count = asyncio.run(scenario())
     assert passes == [[N + 2], [N + 1], [N + 3]]  # a, b, c
     assert isinstance(resent, VerifyReply)
     assert resent.queue_s >= 0.3
+    assert resent_count == 1  # edgespec_resent_verifications_total
 
 
 def test_a_semantic_sh_first_call_sent_again_gets_its_hidden_state_request_again(
@@ -214,6 +217,9 @@ def test_a_semantic_sh_first_call_sent_again_gets_its_hidden_state_request_again
             first = await service.verify(call)
             again = await _outcome(service.verify(call))
             assert first.outcome.hidden_request is not None
+            with pytest.raises(RequestError) as alone:  # the engine without the service
+                engine.validate(call, 16)
+            assert "the follow-up call must carry payload 'draft_hidden'" in alone.value.message
             wanted = rows(-1, +1, -1, +1, -1)[list(first.outcome.hidden_request)]
             follow = dataclasses.replace(call, payloads={DRAFT_HIDDEN: wanted})
             decided = await service.verify(follow)
@@ -226,3 +232,4 @@ def test_a_semantic_sh_first_call_sent_again_gets_its_hidden_state_request_again
     assert again.outcome == first.outcome
     assert decided.outcome.committed_token_ids
     assert engine.counters().num_forward_passes == 1  # the follow-up decides from the pass
+    assert service.metrics().num_resent == 1
