@@ -30,11 +30,6 @@ class ProgressBudget:
     timeout_s: float = 60.0
 
 
-RETRY_KINDS = ("reconnects", "replays")
-"""A generation's retries that ``max_reconnects`` counts, as :class:`NoProgress` names
-them: a lost session reopened, a round the server aborted played again."""
-
-
 class NoProgress(RequestError):
     """The drafter gave up: its budget for committing a token ran out (an ``UNAVAILABLE``
     :class:`RequestError`, so callers that handle an unreachable server handle it)."""
@@ -44,15 +39,15 @@ class NoProgress(RequestError):
 
 
 class ProgressWatch:
-    """Counts a generation's retries (:data:`RETRY_KINDS`) and time since its last
-    committed token."""
+    """Counts a generation's reconnects and time since its last committed token."""
 
     def __init__(self, budget: ProgressBudget, clock: Callable[[], float]) -> None:
         self._budget = budget
         self._clock = clock
         self._last_s = clock()
         self._num_committed = 0
-        self._retries: list[str] = []  # the kinds of the retries in a row
+        self._reconnects = 0
+        self._replays = 0  # of those reconnects, rounds played again on the same session
 
     def committed(self, num_committed: int) -> None:
         """The generation has ``num_committed`` tokens now: more than before resets both
@@ -60,21 +55,21 @@ class ProgressWatch:
         if num_committed > self._num_committed:
             self._num_committed = num_committed
             self._last_s = self._clock()
-            self._retries.clear()
+            self._reconnects = self._replays = 0
 
     def remaining_s(self) -> float:
         return self._budget.timeout_s - (self._clock() - self._last_s)
 
-    def reconnect(self, cause: RequestError, kind: str = "reconnects") -> None:
-        """A retry of ``kind`` (:data:`RETRY_KINDS`) is about to happen after ``cause``:
-        :class:`NoProgress` when it would exceed the budget (the message names the kinds
-        of the retries made)."""
-        self._retries.append(kind)
-        if len(self._retries) > self._budget.max_reconnects:
-            made = {*self._retries[:-1]} or {kind}  # (none made: max_reconnects 0)
-            kinds = [k for k in RETRY_KINDS if k in made]
-            named = " and ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
-            raise NoProgress(self._gave_up(f"{self._budget.max_reconnects} {named}", cause))
+    def reconnect(self, cause: RequestError, replay: bool = False) -> None:
+        """A reconnect (``replay``: the round played again on the same session) is about
+        to happen after ``cause``: :class:`NoProgress` when it would exceed the budget."""
+        self._reconnects += 1
+        self._replays += replay
+        if self._reconnects > self._budget.max_reconnects:
+            tries, replays = self._budget.max_reconnects, self._replays - replay
+            mixed = "reconnects and replays"
+            kind = "reconnects" if replays == 0 else "replays" if replays == tries else mixed
+            raise NoProgress(self._gave_up(f"{tries} {kind}", cause))
         self.check(cause)
 
     def check(self, cause: RequestError) -> None:

@@ -114,7 +114,7 @@ class RoundLoop:
         ledger, clock = self.ledger, self.clock
         decision: WindowDecision | None = None  # handed back by a fused run
         finished = False
-        watch = self.watch = ProgressWatch(self.options.progress, clock)
+        watch = self.watch
         while not finished:
             watch.committed(len(ledger.output))
             if decision is None:
@@ -212,7 +212,7 @@ class RoundLoop:
         """Count a replay of the aborted round (the session is still open on the server)."""
         self.replays += 1
         try:
-            watch.reconnect(exc, "replays")  # NoProgress once the budget is spent
+            watch.reconnect(exc, replay=True)  # NoProgress once the budget is spent
         except NoProgress:
             close_quietly(self.verifier, self.session_id)
             raise
