@@ -1,16 +1,19 @@
-"""A long prompt beside short rounds: the server's prefill in parts
-(``prefill_part_tokens``, docs/DEPLOY.md) against one pass, side by side.
+"""Long prompts beside short rounds: the server's prefill in parts
+(``prefill_part_tokens``, docs/DEPLOY.md) against one pass, and the batching policy that
+orders the parts (``fcfs``, ``decodes-first``), side by side.
 
 Fixed work on Gemma 3 270M (``TransformersTarget``, the exact numerics, one torch thread):
 ``--short`` greedy sessions on GSM8K test prompts decode ``--max-new-tokens`` each with
 n-gram drafts of 4 tokens, each sending its next round as soon as its reply is in, through
-a :class:`~edgespec.runtime.server.service.VerificationService` (FCFS, the server's
-scheduler, no gRPC); ``--delay-s`` after they start, one session opens a ``--long-tokens``
-prompt (GSM8K prompts joined) and sends its first round. Per setting of
-``prefill_part_tokens`` (``--parts``, ``none`` = one pass), alternated ``--pairs``
-times after a warm-up: the long round's time to its reply, and the short rounds sent while
-it was in flight (their wait from send to reply: median and max, and how many). Every
-run's outputs must be identical (the parts are lossless).
+a :class:`~edgespec.runtime.server.service.VerificationService` (the server's scheduler,
+no gRPC, ``--max-batch-tokens`` a batch); ``--delay-s`` after they start, ``--long``
+sessions open a ``--long-tokens`` prompt each (GSM8K prompts joined, different ones) and
+send their first rounds together. Per setting of ``prefill_part_tokens`` (``--parts``,
+``none`` = one pass) and batching policy (``--batching``), alternated ``--pairs`` times
+after a warm-up: the time from the first long round's sending to the last one's reply,
+and the short rounds sent meanwhile (their wait from send to reply: median and max, and
+how many). Every run's outputs must be identical (the parts are lossless, and the order
+of the batches changes no session's tokens).
 
 Usage: ``python benchmarks/prefill_parts.py --out FILE.json``
 """
@@ -35,7 +38,7 @@ class _Run:
     """One run's records: each short round's (sent, answered) times, the long round's."""
 
     short_rounds: list[tuple[float, float]] = field(default_factory=list)
-    long_round: tuple[float, float] = (0.0, 0.0)
+    long_rounds: list[tuple[float, float]] = field(default_factory=list)
     outputs: dict[str, list[int]] = field(default_factory=dict)
 
 
@@ -55,7 +58,7 @@ async def _client(service: Any, sid: str, prompt: tuple[int, ...], max_new: int,
         reply = await service.verify(VerifyCall(sid, len(tokens), draft))
         answered = time.perf_counter()
         if is_long and len(tokens) == len(prompt):
-            run.long_round = (sent, answered)
+            run.long_rounds.append((sent, answered))
         elif not is_long:
             run.short_rounds.append((sent, answered))
         tokens.extend(reply.outcome.committed_token_ids)
@@ -65,16 +68,19 @@ async def _client(service: Any, sid: str, prompt: tuple[int, ...], max_new: int,
     service.close_session(sid)
 
 
-async def _one_run(target: Any, prompts: dict[str, Any], parts: int | None, args: Any) -> _Run:
+async def _one_run(
+    target: Any, prompts: dict[str, Any], parts: int | None, batching: str, args: Any
+) -> _Run:
     from edgespec.config import from_dict
-    from edgespec.policies.batching import FcfsBatching
+    from edgespec.policies.registry import build_policy
     from edgespec.runtime.server.config import ServerConfig
     from edgespec.runtime.server.engine import VerificationEngine
     from edgespec.runtime.server.service import VerificationService
 
-    config = from_dict(ServerConfig, {"prefill_part_tokens": parts})
+    settings = {"prefill_part_tokens": parts, "max_batch_tokens": args.max_batch_tokens}
+    config = from_dict(ServerConfig, settings)
     engine = VerificationEngine(target, prefill_part_tokens=parts)
-    service = VerificationService(engine, config, FcfsBatching())
+    service = VerificationService(engine, config, build_policy("batching", batching))
     await service.start()
     run = _Run()
     try:
@@ -83,7 +89,9 @@ async def _one_run(target: Any, prompts: dict[str, Any], parts: int | None, args
             for i, p in enumerate(prompts["short"])
         ]
         await asyncio.sleep(args.delay_s)
-        await _client(service, "long", prompts["long"], 8, run, True)
+        await asyncio.gather(
+            *(_client(service, f"long{i}", p, 8, run, True) for i, p in enumerate(prompts["long"]))
+        )
         await asyncio.gather(*shorts)
     finally:
         await service.stop()
@@ -91,8 +99,9 @@ async def _one_run(target: Any, prompts: dict[str, Any], parts: int | None, args
 
 
 def _summary(run: _Run) -> dict[str, Any]:
-    """The long round's time and the short rounds sent while it was in flight."""
-    start, end = run.long_round
+    """The time from the first long round's sending to the last one's reply, and the short
+    rounds sent meanwhile."""
+    start, end = min(a for a, _ in run.long_rounds), max(b for _, b in run.long_rounds)
     waits = [b - a for a, b in run.short_rounds if start <= a < end]
     return {
         "long_first_round_s": round(end - start, 3),
@@ -102,20 +111,20 @@ def _summary(run: _Run) -> dict[str, Any]:
     }
 
 
-def _prompts(tokenizer: Any, num_short: int, long_tokens: int) -> dict[str, Any]:
+def _prompts(tokenizer: Any, num_short: int, num_long: int, long_tokens: int) -> dict[str, Any]:
+    """The first ``num_short`` GSM8K test prompts, and ``num_long`` prompts of
+    ``long_tokens`` tokens from the others joined in a ring, each starting at its own
+    place (``num_long`` evenly spaced starts)."""
     from edgespec.datasets.prompts import prompt_dir
 
     lines = (prompt_dir() / "gsm8k_test.jsonl").read_text().splitlines()
-    texts = [json.loads(line)["prompt"] for line in lines]
-    encode = [tuple(tokenizer(t)["input_ids"]) for t in texts[: num_short + 200]]
-    long: list[int] = []
-    for ids in encode[num_short:]:
-        long.extend(ids)
-        if len(long) >= long_tokens:
-            break
-    if len(long) < long_tokens:
-        raise SystemExit(f"the GSM8K prompts hold {len(long)} tokens, fewer than {long_tokens}")
-    return {"short": encode[:num_short], "long": tuple(long[:long_tokens])}
+    encode = [tuple(tokenizer(json.loads(line)["prompt"])["input_ids"]) for line in lines]
+    ring = [t for ids in encode[num_short:] for t in ids]
+    if len(ring) < long_tokens:
+        raise SystemExit(f"the GSM8K prompts hold {len(ring)} tokens, fewer than {long_tokens}")
+    starts = [i * len(ring) // num_long for i in range(num_long)]
+    longs = [tuple((ring + ring)[s : s + long_tokens]) for s in starts]
+    return {"short": encode[:num_short], "long": longs}
 
 
 def measure(args: Any) -> dict[str, Any]:
@@ -127,17 +136,19 @@ def measure(args: Any) -> dict[str, Any]:
     torch.set_num_threads(1)
     loaded = load_model("gemma3-270m", num_threads=1)
     target = TransformersTarget(loaded.model)
-    prompts = _prompts(loaded.tokenizer, args.short, args.long_tokens)
-    settings = [None if p == "none" else int(p) for p in args.parts.split(",")]
-    asyncio.run(_one_run(target, prompts, settings[-1], args))  # warm-up
-    runs: dict[str, list[dict[str, Any]]] = {str(p): [] for p in settings}
+    prompts = _prompts(loaded.tokenizer, args.short, args.long, args.long_tokens)
+    sizes = [None if p == "none" else int(p) for p in args.parts.split(",")]
+    settings = [(parts, name) for parts in sizes for name in args.batching.split(",")]
+    asyncio.run(_one_run(target, prompts, *settings[-1], args))  # warm-up
+    runs: dict[str, list[dict[str, Any]]] = {_key(*s): [] for s in settings}
     outputs = set()
     for pair in range(args.pairs):
-        for parts in settings:
-            run = asyncio.run(_one_run(target, prompts, parts, args))
-            runs[str(parts)].append(_summary(run))
+        for parts, name in settings:
+            run = asyncio.run(_one_run(target, prompts, parts, name, args))
+            key = _key(parts, name)
+            runs[key].append(_summary(run))
             outputs.add(json.dumps(run.outputs, sort_keys=True))
-            print(f"pair {pair + 1}, parts {parts}: {runs[str(parts)][-1]}", file=sys.stderr)
+            print(f"pair {pair + 1}, {key}: {runs[key][-1]}", file=sys.stderr)
     return {
         "workload": {
             "model": "gemma3-270m",
@@ -146,13 +157,19 @@ def measure(args: Any) -> dict[str, Any]:
             "short_prompt_tokens": [len(p) for p in prompts["short"]],
             "short_max_new_tokens": args.max_new_tokens,
             "gamma": GAMMA,
+            "long_prompts": args.long,
             "long_prompt_tokens": args.long_tokens,
             "long_delay_s": args.delay_s,
-            "batching": "fcfs",
+            "max_batch_tokens": args.max_batch_tokens,
         },
         "runs": runs,
         "outputs_identical": len(outputs) == 1,
     }
+
+
+def _key(parts: int | None, batching: str) -> str:
+    """A setting's name in the JSON: ``"512"`` under FCFS, ``"512 decodes-first"``."""
+    return str(parts) if batching == "fcfs" else f"{parts} {batching}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,7 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=2, help="alternations (default 2)")
     parser.add_argument("--short", type=int, default=3, help="short sessions (default 3)")
     parser.add_argument("--max-new-tokens", type=int, default=64, help="per short session")
-    parser.add_argument("--long-tokens", type=int, default=1536, help="the long prompt's length")
+    parser.add_argument("--batching", default="fcfs", help="batching policies (default fcfs)")
+    parser.add_argument("--long", type=int, default=1, help="long prompts at once (default 1)")
+    parser.add_argument("--long-tokens", type=int, default=1536, help="each long prompt's length")
+    parser.add_argument("--max-batch-tokens", type=int, default=4096, help="a batch's tokens")
     parser.add_argument("--delay-s", type=float, default=1.0, help="when the long prompt comes")
     parser.add_argument("--out", type=Path, help="JSON to write (default: print)")
     args = parser.parse_args(argv)

@@ -28,7 +28,7 @@ from edgespec.runtime.server.config import ServerConfig
 
 def test_defaults_load() -> None:
     cfg = load_config(ServerConfig)
-    assert cfg.port == 50051 and cfg.batching == PolicySpec("fcfs")
+    assert cfg.port == 50051 and cfg.batching == PolicySpec("decodes-first")
 
 
 def test_yaml_and_overrides(tmp_path: Path) -> None:

@@ -54,6 +54,45 @@ class FcfsBatching:
 
 
 @dataclass(frozen=True, slots=True)
+class DecodesFirstBatching:
+    """FCFS with decoding rounds ahead of prefills (an edgespec mode beside the papers'
+    FCFS, the order of Sarathi-Serve's and vLLM's chunked prefill): the oldest entry, then
+    every decoding round in arrival order, then the other entries in arrival order, while
+    the batch stays within its limits.
+
+    A *decoding round* forwards at most ``max_decode_uncached_tokens`` context tokens
+    beyond its draft (a session's next round forwards the one token its last verdict
+    committed); a prompt's first round, a prefill part or a re-prefill after an eviction
+    forwards more. Under FCFS the prefill parts of several long prompts keep their
+    arrival, so when they fill a batch's token budget (8 parts of 512 fill 4,096) every
+    session already decoding waits until they are done; here each batch carries the
+    decoding rounds, and the oldest entry still goes first, so a prefill is never passed
+    over for good.
+    """
+
+    max_decode_uncached_tokens: int = 16
+
+    def __post_init__(self) -> None:
+        if self.max_decode_uncached_tokens < 0:
+            raise PolicyParamError(
+                "max_decode_uncached_tokens",
+                f"max_decode_uncached_tokens must be >= 0, got {self.max_decode_uncached_tokens}",
+            )
+
+    def select(
+        self, queue: Sequence[PendingVerification], now_s: float, limits: BatchLimits
+    ) -> BatchPlan:
+        if not queue:
+            return BatchPlan((), reason="decodes-first:empty")
+        head, *rest = sorted(queue, key=_ARRIVAL_ORDER)
+        bound = self.max_decode_uncached_tokens
+        decodes = [e for e in rest if e.num_new_tokens - e.num_draft_tokens <= bound]
+        prefills = [e for e in rest if e.num_new_tokens - e.num_draft_tokens > bound]
+        order = [head, *decodes, *prefills]
+        return BatchPlan(_take_within_limits(order, limits), reason="decodes-first")
+
+
+@dataclass(frozen=True, slots=True)
 class LengthAwareBatching:
     """LAB (DSD §4): the head-of-line entry plus the entries whose context length is
     closest to it, so padding in the batched forward pass stays small.

@@ -21,7 +21,7 @@ from typing import Any
 from edgespec.config import ConfigError, PolicySpec, describe_value
 from edgespec.errors import did_you_mean
 from edgespec.policies.awc import load_awc_window
-from edgespec.policies.batching import FcfsBatching, LengthAwareBatching
+from edgespec.policies.batching import DecodesFirstBatching, FcfsBatching, LengthAwareBatching
 from edgespec.policies.drafting_server.planner import PipelinePlanner
 from edgespec.policies.interfaces import (
     BatchingPolicy,
@@ -44,6 +44,7 @@ ROUTING: dict[str, Callable[..., RoutingPolicy]] = {
 }
 BATCHING: dict[str, Callable[..., BatchingPolicy]] = {
     "fcfs": FcfsBatching,
+    "decodes-first": DecodesFirstBatching,
     "lab": LengthAwareBatching,
     "wisp": wisp_batching,
 }

@@ -1,6 +1,6 @@
 """benchmarks/prefill_parts.py: its clients decode losslessly through the server's
-scheduler with the long prompt in parts, and its summary counts the short rounds sent while
-the long round was in flight."""
+scheduler with the long prompts in parts under either batching policy, and its summary counts
+the short rounds sent while the long rounds were in flight."""
 
 from __future__ import annotations
 
@@ -23,19 +23,22 @@ def test_every_session_gets_the_targets_greedy_tokens() -> None:
     target = TransformersTarget(tiny_llama(seed=0), check_masks=False)  # not about numerics
     long = tuple((7 * i + 3) % 64 for i in range(40))
     shorts = [(1, 2, 3, 4, 5), (9, 9, 9)]
-    args = argparse.Namespace(max_new_tokens=6, delay_s=0.0)
-    run = asyncio.run(script._one_run(target, {"short": shorts, "long": long}, 8, args))
-    want = {f"s{i}": list(target_greedy_decode(target, p, 6)) for i, p in enumerate(shorts)}
-    assert run.outputs == {**want, "long": list(target_greedy_decode(target, long, 8))}
-    start, end = run.long_round
-    assert 0 < start < end
-    assert len(run.short_rounds) >= 2
+    longs = [long, long[::-1]]
+    args = argparse.Namespace(max_new_tokens=6, delay_s=0.0, max_batch_tokens=16)
+    for batching in ("fcfs", "decodes-first"):
+        prompts = {"short": shorts, "long": longs}
+        run = asyncio.run(script._one_run(target, prompts, 8, batching, args))
+        want = {f"s{i}": list(target_greedy_decode(target, p, 6)) for i, p in enumerate(shorts)}
+        want |= {f"long{i}": list(target_greedy_decode(target, p, 8)) for i, p in enumerate(longs)}
+        assert run.outputs == want
+        assert len(run.long_rounds) == 2 and all(0 < a < b for a, b in run.long_rounds)
+        assert len(run.short_rounds) >= 2
 
 
 def test_the_summary_counts_the_short_rounds_sent_during_the_long_one() -> None:
     script = _script()
     run = script._Run(short_rounds=[(0.0, 1.0), (2.0, 3.0), (5.0, 7.0), (6.0, 6.5)])
-    run.long_round = (1.5, 5.5)
+    run.long_rounds = [(2.5, 5.5), (1.5, 4.0)]  # from the first sending to the last reply
     assert script._summary(run) == {
         "long_first_round_s": 4.0,
         "short_rounds_during": 2,

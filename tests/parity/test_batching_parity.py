@@ -48,6 +48,7 @@ TABLE_12 = dataclasses.asdict(load_wisp_coefficients("a100-qwen3-32b"))
 CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "fcfs": ("fcfs", {}),
     "lab": ("lab", {"max_length_ratio": 3.0}),
+    "decodes-first": ("decodes-first", {"max_decode_uncached_tokens": 4}),  # parts of 16
     "wisp": ("wisp", TABLE_12),
     "wisp-wc": ("wisp", {**TABLE_12, "work_conserving": True}),  # the named variant
 }

@@ -37,3 +37,39 @@ def test_a_part_size_below_one_is_refused_at_its_field() -> None:
     assert str(info.value) == (
         "config field 'auto_topology.servers[0].prefill_part_tokens': must be >= 1 or null, got 0"
     )
+
+
+def _burst(batching: str) -> SimResult:
+    """8 devices at once, on one server whose batch two 32-token parts fill: half the
+    prompts 400 tokens (13 parts each), half 16 (one pass, then decoding)."""
+    data = tiny_scenario()
+    data["auto_topology"]["devices"][0]["count"] = 8
+    data["auto_topology"]["servers"][0].update(
+        count=1, max_batch_size=2, max_batch_tokens=64, prefill_part_tokens=32
+    )
+    data["workload"] = {
+        "kind": "closed_loop",
+        "prompt_tokens": [400, 16],
+        "output_tokens": [40, 40],
+        "think_time_s": 0.5,
+    }
+    return simulate(
+        scenario_from_dict(data, ["duration_s=10", f"policies.batching.name={batching}"])
+    )
+
+
+def _first_token_s(result: SimResult, prompt_tokens: int) -> float:
+    done = [r for r in result.requests if r.num_prompt_tokens == prompt_tokens and r.finish_s]
+    assert len(done) >= 4
+    return sum(r.first_token_s - r.arrival_s for r in done) / len(done)
+
+
+def test_decodes_first_keeps_short_sessions_going_while_long_prompts_fill_the_batches() -> None:
+    """Under FCFS the long prompts' parts keep their arrival, so two of them fill each
+    batch and the short sessions' rounds wait for the prefills; ``decodes-first`` puts the
+    short rounds right after the oldest entry: their first tokens come in under half the
+    time, the long prompts' later (the same simulated work, shared otherwise)."""
+    fcfs, first = _burst("fcfs"), _burst("decodes-first")
+    assert _first_token_s(first, 16) < 0.6 * _first_token_s(fcfs, 16)
+    assert _first_token_s(first, 400) > _first_token_s(fcfs, 400)
+    assert first.batches != fcfs.batches

@@ -90,7 +90,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        help="what runs the bench server's target (default transformers; "
                        "llamacpp needs a GGUF --target, e.g. gemma3-270m)")  # fmt: skip
     where.add_argument("--batching", help=f"its batching policy, one of "
-                       f"{', '.join(sorted(BATCHING))} (default fcfs)")  # fmt: skip
+                       f"{', '.join(sorted(BATCHING))} (default fcfs, the papers' order; "
+                       "edgespec serve's own default is decodes-first)")  # fmt: skip
     add_wisp_arguments(where)
     where.add_argument(
         "--server-threads", type=torch_threads, help="its torch threads (default 1; at most 256)"

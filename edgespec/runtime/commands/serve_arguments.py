@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--port", type=int, help="port to listen on (default 50051; 0 picks a free one, printed)"
     )
     parser.add_argument(
-        "--batching", help=f"batching policy, one of {', '.join(sorted(BATCHING))} (default fcfs)"
+        "--batching",
+        help=f"batching policy, one of {', '.join(sorted(BATCHING))} (default decodes-first)",
     )
     add_wisp_arguments(parser)
     parser.add_argument(

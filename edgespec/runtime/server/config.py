@@ -40,7 +40,9 @@ class ServerConfig:
     # weights' dtype (--dtype; null: float32 on cpu, bfloat16 on cuda)
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16", "float16"] | None = None
-    batching: PolicySpec = dataclasses.field(default_factory=lambda: PolicySpec("fcfs"))
+    # decoding rounds right after the oldest entry, ahead of other prompts' prefill parts
+    # (policies/batching.DecodesFirstBatching); fcfs: the papers' arrival order
+    batching: PolicySpec = dataclasses.field(default_factory=lambda: PolicySpec("decodes-first"))
     max_batch_size: int = 16
     max_batch_tokens: int = 4096
     # a verification's uncached context longer than this (a long prompt) is forwarded this

@@ -13,7 +13,7 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.config import ConfigError
-from edgespec.policies.batching import FcfsBatching
+from edgespec.policies.batching import DecodesFirstBatching
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.commands import serve as serve_command
 from edgespec.runtime.commands.serve import fused_rounds_label
@@ -82,7 +82,7 @@ def test_every_flag_reaches_the_server(served: Served, tmp_path: Path) -> None:
     assert dict(c.slo_classes) == {"gold": None}
     assert (served.draft, served.threads) == ("ngram", 3)
     assert served.window == StaticWindow(2)
-    assert type(served.policy) is FcfsBatching
+    assert type(served.policy) is DecodesFirstBatching  # the server's default
     assert served.round_log.path == log
     assert served.round_log._file.closed  # closed once the server stops
     assert log.read_text() == ""
@@ -93,7 +93,7 @@ def test_defaults_without_flags(served: Served) -> None:
     assert main(["serve", "--target", "m"]) == STOPPED
     c = served.config
     assert (c.host, c.port, c.prometheus_port, c.auth_tokens) == ("127.0.0.1", 50051, None, ())
-    assert (c.deadline_rule, c.prefix_cache, c.batching.name) == ("pace", True, "fcfs")
+    assert (c.deadline_rule, c.prefix_cache, c.batching.name) == ("pace", True, "decodes-first")
     assert dict(c.slo_classes) == {}
     assert (served.draft, served.threads, served.window, served.round_log) == (
         None,
@@ -137,7 +137,7 @@ def test_the_round_log_is_closed_when_the_server_fails(
         (
             ["--guard-ms", "3"],
             "config field 'batching.name': --profile and --guard-ms configure the wisp "
-            "batching policy; batching is 'fcfs' (add --batching wisp)",
+            "batching policy; batching is 'decodes-first' (add --batching wisp)",
         ),
         (
             ["--batching", "lab", "--guard-ms", "3"],

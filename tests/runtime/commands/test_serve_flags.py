@@ -61,7 +61,7 @@ def test_flags_reach_the_config_and_the_policy() -> None:
     assert (defaults.deadline_rule, defaults.prefix_cache, defaults.batching.name) == (
         "pace",
         True,
-        "fcfs",
+        "decodes-first",
     )
 
 
@@ -94,7 +94,7 @@ def test_every_registered_batching_policy_is_accepted(name: str) -> None:
         (
             ["--profile", "a100-qwen3-32b"],
             "config field 'batching.name': --profile and --guard-ms configure the wisp "
-            "batching policy; batching is 'fcfs' (add --batching wisp)",
+            "batching policy; batching is 'decodes-first' (add --batching wisp)",
         ),
         (
             ["--batching", "edf"],

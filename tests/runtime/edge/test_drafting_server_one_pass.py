@@ -1,6 +1,6 @@
 """The drafting server's batch is verified in ONE server pass (Zhu et al.'s Eq. 18 prices
 one verification per batch; the simulator does): its verify calls carry the batch's
-``batch_id`` and ``batch_calls``, and the loopback server (fcfs, which starts a pass with
+``batch_id`` and ``batch_calls``, and the loopback server (whose batching starts a pass with
 whatever has arrived) holds them until the batch is there. The outputs stay target-only
 greedy decoding."""
 

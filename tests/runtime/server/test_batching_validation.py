@@ -41,10 +41,10 @@ CASES = [
         "policy; batching is 'lab' (add --batching wisp)",
     ),
     (
-        {"name": "fcfs", "params": {"profile": "a100-qwen3-32b"}},
+        {"name": "decodes-first", "params": {"profile": "a100-qwen3-32b"}},
         ["--profile", "a100-qwen3-32b"],
         "config field 'batching.name': --profile and --guard-ms configure the wisp batching "
-        "policy; batching is 'fcfs' (add --batching wisp)",
+        "policy; batching is 'decodes-first' (add --batching wisp)",
     ),
     (
         {"name": "lab", "params": {"ratio": 2}},

@@ -1,0 +1,70 @@
+"""``decodes-first`` batching: the oldest entry, then decoding rounds, then prefills."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgespec.core.types import PendingVerification
+from edgespec.policies.batching import DecodesFirstBatching, FcfsBatching
+from edgespec.policies.interfaces import BatchLimits
+from edgespec.policies.registry import PolicyConfigError, build_policy
+
+DRAFT = 4  # every entry's draft tokens
+
+
+def entry(entry_id: int, enq: float, uncached: int) -> PendingVerification:
+    """A queued verification forwarding ``uncached`` context tokens beyond its draft."""
+    return PendingVerification(
+        entry_id, f"s{entry_id}", "c", enq, DRAFT, uncached + DRAFT if uncached < 512 else 512, 0
+    )
+
+
+PARTS = [entry(i, 0.1 * i, 2000) for i in range(8)]  # 8 long prompts' parts of 512
+DECODES = [entry(8, 1.0, 1), entry(9, 1.1, 1)]  # two sessions' next rounds, later
+
+
+def test_fcfs_leaves_the_decoding_rounds_out_while_parts_fill_the_budget() -> None:
+    """The case the policy exists for: 8 parts of 512 fill 4,096 tokens exactly."""
+    plan = FcfsBatching().select([*DECODES, *PARTS], 2.0, BatchLimits(max_batch_tokens=4096))
+    assert plan.entry_ids == tuple(range(8))
+
+
+def test_the_decoding_rounds_go_right_after_the_oldest_entry() -> None:
+    plan = DecodesFirstBatching().select(
+        [*DECODES, *PARTS], 2.0, BatchLimits(max_batch_tokens=4096)
+    )
+    # 512 + 2 × 5 + 6 × 512 = 3,594; a seventh part would pass 4,096
+    assert plan.entry_ids == (0, 8, 9, 1, 2, 3, 4, 5, 6)
+    assert plan.reason == "decodes-first"
+
+
+def test_the_oldest_entry_goes_first_even_when_decoding_rounds_would_fill_the_batch() -> None:
+    decodes = [entry(10 + i, 1.0 + i, 1) for i in range(4)]
+    plan = DecodesFirstBatching().select([*decodes, PARTS[3]], 9.0, BatchLimits(max_batch_size=3))
+    assert plan.entry_ids == (3, 10, 11)
+
+
+def test_the_bound_is_on_uncached_context_beyond_the_draft_and_inclusive() -> None:
+    head = entry(0, 0.0, 1)
+    queue = [head, entry(1, 1.0, 17), entry(2, 2.0, 16), entry(3, 3.0, 0)]
+    assert DecodesFirstBatching().select(queue, 4.0, BatchLimits()).entry_ids == (0, 2, 3, 1)
+    bounded = DecodesFirstBatching(max_decode_uncached_tokens=0)
+    assert bounded.select(queue, 4.0, BatchLimits()).entry_ids == (0, 3, 1, 2)
+
+
+def test_arrival_order_within_each_kind_with_ties_by_entry_id() -> None:
+    queue = [entry(5, 1.0, 1), entry(4, 1.0, 1), entry(3, 0.5, 900), entry(2, 0.7, 900)]
+    queue.append(entry(1, 0.2, 900))
+    assert DecodesFirstBatching().select(queue, 2.0, BatchLimits()).entry_ids == (1, 4, 5, 3, 2)
+
+
+def test_empty_queue_waits() -> None:
+    plan = DecodesFirstBatching().select([], 0.0, BatchLimits())
+    assert (plan.entry_ids, plan.reason) == ((), "decodes-first:empty")
+
+
+def test_a_negative_bound_is_refused_at_its_field() -> None:
+    message = "max_decode_uncached_tokens must be >= 0, got -1"
+    with pytest.raises(PolicyConfigError, match=message) as info:
+        build_policy("batching", "decodes-first", {"max_decode_uncached_tokens": -1})
+    assert "max_decode_uncached_tokens" in str(info.value)
