@@ -5,29 +5,18 @@ outputs check holds across cases."""
 from __future__ import annotations
 
 import argparse
-import time
-from typing import Any
 
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.testing import tiny_llama
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.benchmarks.scripts import load_script
-from tests.runtime.wrapped_target import WrappedTarget
-
-
-class SlowPasses(WrappedTarget):
-    """Each forward pass 0.05 s longer: a 40-token prompt's first round, in parts of 8
-    tokens, takes six passes, past a 0.12 s request timeout."""
-
-    def forward(self, items: Any) -> Any:
-        time.sleep(0.05)
-        return self._inner.forward(items)
+from tests.runtime.wrapped_target import SlowPasses
 
 
 def test_the_cases_decode_alike_and_the_short_timeout_resends() -> None:
     script = load_script("deadline_resend.py", "deadline_resend_script")
     inner = TransformersTarget(tiny_llama(seed=0), check_masks=False)  # not about numerics
-    target = SlowPasses(inner)
+    target = SlowPasses(inner, each_s=0.05)  # a 40-token prompt in parts of 8: 6 passes
     prompts = [
         tuple((7 * i + 3) % 64 for i in range(40)),
         tuple((5 * i + 1) % 64 for i in range(40)),

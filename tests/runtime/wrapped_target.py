@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from typing import Any
+
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 
 
@@ -16,3 +20,21 @@ class WrappedTarget:
         self.crop = inner.crop
         self.gather = inner.gather
         self.kv_bytes = inner.kv_bytes
+
+
+class SlowPasses(WrappedTarget):
+    """The real target, recording each pass's item lengths; the first pass (``first_s``)
+    or every pass (``each_s``) held that long."""
+
+    def __init__(self, inner: TransformersTarget, first_s: float = 0.0, each_s: float = 0.0):
+        super().__init__(inner)
+        self.first_s, self.each_s = first_s, each_s
+        self.passes: list[list[int]] = []
+        self.done = threading.Event()  # the first pass ended
+
+    def forward(self, items: Any) -> Any:
+        time.sleep(self.each_s if self.passes else max(self.first_s, self.each_s))
+        self.passes.append([len(item.new_token_ids) for item in items])
+        out = self._inner.forward(items)
+        self.done.set()
+        return out

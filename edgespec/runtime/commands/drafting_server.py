@@ -159,7 +159,7 @@ def _runs(
     ) -> Any:
         return run_drafting_server(
             verifier, draft, sessions, max_new_tokens=new_tokens, pipelined=pipelined,
-            client_id=args.client_id, **order,
+            client_id=args.client_id, progress_timeout_s=args.progress_timeout_s, **order,
         )  # fmt: skip
 
     planning, plan = planned
@@ -222,6 +222,8 @@ def _settings(args: argparse.Namespace, prompts: list[tuple[int, ...]]) -> dict[
         "gamma": args.gamma,
         "max_new_tokens": args.max_new_tokens,
         "client_id": args.client_id,
+        "timeout_s": args.timeout_s,
+        "progress_timeout_s": args.progress_timeout_s,
         "warmup": f"one batch, {min(WARMUP_TOKENS, args.max_new_tokens)} tokens, untimed",
         "torch_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(),
@@ -234,6 +236,9 @@ def _stats_line(
     """A run's stats, in ``batches`` (a size, or a plan's sizes), ``against`` its plan."""
     mode = "pipelined" if result.pipelined else "not pipelined"
     passes = server["server_batches"]
+    resends = result.num_resends
+    if resends:  # calls past --timeout-s: the server was busy with their pass
+        against += f"; {resends} call{'' if resends == 1 else 's'} sent again past --timeout-s"
     return (
         f"[{mode}: {num_sessions} sessions in batches of {batches}, "
         f"{result.num_output_tokens} tokens, {result.tokens_per_s:.1f} tok/s, wall "

@@ -130,7 +130,15 @@ def _add_connection(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=30.0,
         help="seconds the server has to answer each request (default 30; closing the "
-        "sessions after a failure or an interrupt: at most 5)",
+        "sessions after a failure or an interrupt: at most 5); a verify call past it is sent "
+        "again (the server goes on with its pass) until --progress-timeout-s",
+    )
+    parser.add_argument(
+        "--progress-timeout-s",
+        type=float,
+        default=60.0,
+        help="seconds a verify call is sent again for, from its first sending, while the "
+        "server is busy with its pass (default 60); then the run fails",
     )
     parser.add_argument(
         "--client-id",
@@ -168,8 +176,10 @@ def check_flags(args: argparse.Namespace) -> None:
         raise ConfigError(
             "max_new_tokens", f"must be below 2**32 (the wire's uint32), got {args.max_new_tokens}"
         )
-    if not (math.isfinite(args.timeout_s) and 0 < args.timeout_s <= MAX_TIMEOUT_S):
-        raise ConfigError("timeout_s", f"must be in (0, {MAX_TIMEOUT_S:g}], got {args.timeout_s:g}")
+    for name in ("timeout_s", "progress_timeout_s"):
+        value = getattr(args, name)
+        if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT_S):
+            raise ConfigError(name, f"must be in (0, {MAX_TIMEOUT_S:g}], got {value:g}")
     told = "its session ids' '-<8 hex>-<index>'"
     if (problem := client_id_problem(args.client_id, len(SESSION_SUFFIX), told)) is not None:
         raise ConfigError("client_id", problem)

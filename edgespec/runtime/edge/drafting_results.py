@@ -37,6 +37,8 @@ class DraftingServerResult:
     verify_wait_s: float
     schedule: tuple[tuple[int, ...], ...] = ()
     """Per step, the batches drafted in that step, by their index in the run's batches."""
+    num_resends: int = 0
+    """Verify calls sent again after their deadline (the server held their pass)."""
 
     @property
     def output_token_ids(self) -> tuple[tuple[int, ...], ...]:
@@ -68,4 +70,5 @@ class DraftingServerResult:
             "verify_wait_s": self.verify_wait_s,
             "num_rounds": sum(s.num_rounds for s in self.sessions),
             "accepted_per_round": self.accepted_per_round,
+            "num_resends": self.num_resends,
         }

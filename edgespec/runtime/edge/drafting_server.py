@@ -13,7 +13,10 @@ the server holds them until the batch is there and verifies it in one pass
 verification is back (Eq. 20, C_{n,m} = max{C^d_{n,m}, C_{n,m−1}} + T^v_{n,m}; steps are
 barriers). Without pipelining each batch's verification is awaited before the next
 batch drafts. A session that finished (its token budget or EOS, as the server says) drops
-out of its batch.
+out of its batch. A verify call past the verifier's deadline (a batch of long prompts'
+first pass on a busy server) is sent again, identical, until ``progress_timeout_s`` after
+its first sending: the server takes the resend over with the pass it runs for it
+(:mod:`~edgespec.runtime.server.resends`), so the prompts are forwarded once.
 
 Sessions speak the single-session drafter's protocol (:class:`SessionSpec`,
 :class:`VerifyCall`, :class:`VerifyReply`; γ capped by
@@ -28,6 +31,7 @@ the outputs equal target-only greedy decoding, pipelined or not.
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -41,7 +45,8 @@ from edgespec.policies.interfaces import DraftingPlanner
 from edgespec.runtime.edge.batched_draft import BatchedDraftModel
 from edgespec.runtime.edge.drafting_results import DraftingServerResult, SessionOutput
 from edgespec.runtime.edge.drafting_sessions import Clock, Lane, close_all, make_lanes, open_all
-from edgespec.runtime.edge.rounds import Verifier, capped_gamma
+from edgespec.runtime.edge.rounds import Verifier, capped_gamma, network_time_s
+from edgespec.runtime.errors import RequestError
 from edgespec.runtime.messages import VerifyCall, VerifyReply
 
 
@@ -51,9 +56,20 @@ class _SentBatch:
 
     lanes: tuple[Lane, ...]
     calls: tuple[VerifyCall, ...]
-    replies: tuple[Future[tuple[VerifyReply, float]], ...]
+    replies: tuple[Future[_Answer], ...]
     start_s: float
     drafted_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """A verify call's reply, when it came back, and its resends (``resent_s``: the last
+    one's sending)."""
+
+    reply: VerifyReply
+    end_s: float
+    resent_s: float | None
+    num_resends: int
 
 
 def plan_sessions(
@@ -124,13 +140,16 @@ def run_drafting_server(
     pipelined: bool,
     client_id: str = "drafting-server",
     clock: Clock = time.perf_counter,
+    progress_timeout_s: float = 60.0,
 ) -> DraftingServerResult:
     """Generate every prompt greedily (one session each, ``max_new_tokens`` per session or
     one for all); pipelined or not (module docstring). The batches (prompt indices, in
     processing order) and γ are the ``plan``'s (see :func:`plan_sessions`; :func:`run_order`)
-    or consecutive runs of ``batch_size`` prompts and ``gamma``. Sessions are closed at the
-    end, also on an error or an interrupt, all at once
-    (:func:`~edgespec.runtime.edge.drafting_sessions.close_all`)."""
+    or consecutive runs of ``batch_size`` prompts and ``gamma``. A call past its deadline
+    is sent again until ``progress_timeout_s`` after its first sending (module docstring).
+    Sessions are closed at the end, also on an error or an interrupt, all at once
+    (:func:`~edgespec.runtime.edge.drafting_sessions.close_all`), once the calls in flight
+    are back (none is sent again after the run failed)."""
     budgets = (
         [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
     )
@@ -138,13 +157,17 @@ def run_drafting_server(
     order, gamma = run_order(len(prompts), batch_size, gamma, plan)
     lanes = make_lanes(prompts, budgets, client_id, clock)
     tag = hashlib.sha256(lanes[0].session_id.encode()).hexdigest()[:16]  # new every run
-    run = _Run(verifier, draft, gamma, pipelined, clock, tag)
+    run = _Run(verifier, draft, gamma, pipelined, clock, tag, progress_timeout_s)
     passes = draft.num_passes
     start = clock()
     try:
         open_all(verifier, lanes, client_id)
         with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
-            num_steps = run.steps(pool, [[lanes[k] for k in batch] for batch in order])
+            try:
+                num_steps = run.steps(pool, [[lanes[k] for k in batch] for batch in order])
+            except BaseException:
+                run.failed.set()  # the calls in flight are not sent again
+                raise
         wall_s = clock() - start
     finally:
         close_all(verifier, lanes)
@@ -159,6 +182,7 @@ def run_drafting_server(
         draft_s=run.draft_s,
         verify_wait_s=run.verify_wait_s,
         schedule=tuple(run.schedule),
+        num_resends=run.num_resends,
     )
 
 
@@ -173,10 +197,21 @@ def _session_output(lane: Lane) -> SessionOutput:
     )
 
 
-def _timed_verify(verifier: Verifier, call: VerifyCall, clock: Clock) -> tuple[VerifyReply, float]:
-    """The reply, and when it came back."""
-    reply = verifier.verify(call)
-    return reply, clock()
+def _verify_resending(
+    verifier: Verifier, call: VerifyCall, clock: Clock, budget_s: float, failed: threading.Event
+) -> _Answer:
+    """``call``'s reply; one past its deadline is sent again, identical, until ``budget_s``
+    after its first sending (or the run failed), then its error is raised."""
+    first_s, resent_s, num_resends = clock(), None, 0
+    while True:
+        try:
+            reply = verifier.verify(call)
+        except RequestError as exc:
+            if not exc.past_deadline or failed.is_set() or clock() - first_s >= budget_s:
+                raise
+            resent_s, num_resends = clock(), num_resends + 1
+            continue
+        return _Answer(reply, clock(), resent_s, num_resends)
 
 
 class _Run:
@@ -190,9 +225,13 @@ class _Run:
         pipelined: bool,
         clock: Clock,
         batch_tag: str,
+        progress_timeout_s: float,
     ) -> None:
         self.verifier, self.draft, self.gamma = verifier, draft, gamma
         self.pipelined, self.clock = pipelined, clock
+        self.progress_timeout_s = progress_timeout_s
+        self.failed = threading.Event()  # set when the run failed: no more resends
+        self.num_resends = 0
         self.batch_tag = batch_tag  # batch_id "<tag>:<n>": the run's n-th batch sent
         self.num_sent = 0
         self.draft_s = 0.0
@@ -239,16 +278,22 @@ class _Run:
             )
             for lane, context, block in zip(lanes, contexts, blocks, strict=True)
         )
-        replies = tuple(pool.submit(_timed_verify, self.verifier, c, self.clock) for c in calls)
+        budget_s, failed = self.progress_timeout_s, self.failed
+        replies = tuple(
+            pool.submit(_verify_resending, self.verifier, c, self.clock, budget_s, failed)
+            for c in calls
+        )
         return _SentBatch(tuple(lanes), calls, replies, start, drafted)
 
     def _collect(self, sent: _SentBatch) -> None:
         """Wait for the batch's replies and commit them."""
         waited = self.clock()
-        replies = [future.result() for future in sent.replies]
+        answers = [future.result() for future in sent.replies]
         self.verify_wait_s += self.clock() - waited
-        for lane, call, (reply, end) in zip(sent.lanes, sent.calls, replies, strict=True):
-            network_s = max(end - sent.drafted_s - reply.queue_s - reply.verify_s, 0.0)
+        for lane, call, answer in zip(sent.lanes, sent.calls, answers, strict=True):
+            end = answer.end_s
+            network_s = network_time_s(answer.reply, sent.drafted_s, answer.resent_s, end)
             times = (sent.start_s, end, sent.drafted_s - sent.start_s, network_s / 2, network_s / 2)
             num_drafted = len(call.draft_token_ids)
-            lane.finished = lane.ledger.commit(self.gamma, num_drafted, reply, times)
+            lane.finished = lane.ledger.commit(self.gamma, num_drafted, answer.reply, times)
+            self.num_resends += answer.num_resends

@@ -31,6 +31,7 @@ from edgespec.runtime.edge.rounds import (
     capped_gamma,
     decide,
     draft_rng,
+    network_time_s,
     play_round,
 )
 from edgespec.runtime.errors import ErrorCode, RequestError
@@ -146,11 +147,7 @@ class RoundLoop:
     def _commit(self, decision: WindowDecision, played: PlayedRound) -> bool:
         """Record a distributed round; True when the generation is finished."""
         reply = played.reply
-        network_s = played.end_s - played.drafted_s - reply.queue_s - reply.verify_s
-        if self.resent_s is not None:  # the reply's queue is counted from the resend when
-            resent = played.end_s - self.resent_s - reply.queue_s - reply.verify_s
-            network_s = resent if resent >= 0 else network_s  # the first send left the queue
-        network_s = max(network_s, 0.0)
+        network_s = network_time_s(reply, played.drafted_s, self.resent_s, played.end_s)
         times = (played.start_s, played.end_s, played.draft_s, network_s / 2, network_s / 2)
         num_drafted = len(played.call.draft_token_ids)
         finished = self.ledger.commit(decision.gamma, num_drafted, reply, times, played.num_passes)

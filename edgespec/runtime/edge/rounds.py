@@ -92,6 +92,21 @@ def restore_pair_state(policy: WindowPolicy, pair: str, state: tuple[float, ...]
         policy.restore_pair_state(pair, state)
 
 
+def network_time_s(
+    reply: VerifyReply, sent_s: float, resent_s: float | None, end_s: float
+) -> float:
+    """A round's network time (both ways): from its call's sending (``sent_s``) to its
+    reply (``end_s``), less the server's queue and verify time. A call sent again
+    (``resent_s``: its last sending) whose reply's queue time counts from that resend (the
+    resend was admitted anew) counts from it; one whose first sending the server still held
+    (its queue counting from then: the rest would be negative) counts from its first."""
+    network_s = end_s - sent_s - reply.queue_s - reply.verify_s
+    if resent_s is not None:
+        resent = end_s - resent_s - reply.queue_s - reply.verify_s
+        network_s = resent if resent >= 0 else network_s
+    return max(network_s, 0.0)
+
+
 def capped_gamma(gamma: int, max_new_tokens: int, num_output: int) -> int:
     """At most remaining − 1 drafts (the verifier adds one token), as the simulator does:
     the last token is a plain target step with an empty block (nothing drafted)."""

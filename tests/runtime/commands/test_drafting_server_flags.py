@@ -36,6 +36,10 @@ SUFFIX_TOLD = ("its session ids' '-<8 hex>-<index>' add up to 15 to it, and a se
         (["--timeout-s", "nan"], "config field 'timeout_s': must be in (0, 86400], got nan"),
         (["--timeout-s", "inf"], "config field 'timeout_s': must be in (0, 86400], got inf"),
         (["--timeout-s", "1e9"], "config field 'timeout_s': must be in (0, 86400], got 1e+09"),
+        (["--progress-timeout-s", "0"],
+         "config field 'progress_timeout_s': must be in (0, 86400], got 0"),
+        (["--progress-timeout-s", "nan"],
+         "config field 'progress_timeout_s': must be in (0, 86400], got nan"),
         (["--client-id", ""], f"config field 'client_id': must be 1 to 113 characters, got 0: "
          f"{SUFFIX_TOLD}"),
         (["--client-id", "c" * 114],  # its 113 + '-<8 hex>-65535': 128

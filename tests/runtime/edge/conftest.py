@@ -1,18 +1,22 @@
 """Fixtures for the edge tests: a loopback verification server on the tiny target, a client
-of it and the batched tiny draft (one each per test module)."""
+of it, the batched tiny draft and the tiny draft saved as a model folder (one each per test
+module)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.edge.batched_draft import BatchedDraftModel
+from edgespec.runtime.testing import VOCAB
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.grpc_server import ServerThread
 from tests.runtime.conftest import start_server
+from tests.word_tokenizer import make_word_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -32,3 +36,12 @@ def verifier(server: ServerThread) -> Iterator[RemoteVerifier]:
 @pytest.fixture(scope="module")
 def batched(draft_model: Any) -> BatchedDraftModel:
     return BatchedDraftModel(draft_model)
+
+
+@pytest.fixture(scope="module")
+def draft_dir(tmp_path_factory: pytest.TempPathFactory, draft_model: Any) -> Path:
+    """The tiny draft saved with a tokenizer (words ``w0`` … as ids 0 …)."""
+    directory = tmp_path_factory.mktemp("draft")
+    draft_model.save_pretrained(directory)
+    make_word_tokenizer(VOCAB, fuse=False).save_pretrained(directory)
+    return directory

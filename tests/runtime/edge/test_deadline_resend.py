@@ -11,7 +11,6 @@ gets the close too."""
 from __future__ import annotations
 
 import re
-import threading
 import time
 from typing import Any
 
@@ -32,28 +31,10 @@ from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.conftest import start_server
 from tests.runtime.hung_server import VOCAB_SIZE, hung_server
-from tests.runtime.wrapped_target import WrappedTarget
+from tests.runtime.wrapped_target import SlowPasses
 
 LONG = tuple((7 * i + 3) % 64 for i in range(40))
 MAX_NEW = 12
-
-
-class SlowPasses(WrappedTarget):
-    """The real target, recording each pass's item lengths; the first pass (``first_s``)
-    or every pass (``each_s``) held that long."""
-
-    def __init__(self, inner: TransformersTarget, first_s: float = 0.0, each_s: float = 0.0):
-        super().__init__(inner)
-        self.first_s, self.each_s = first_s, each_s
-        self.passes: list[list[int]] = []
-        self.done = threading.Event()  # the first pass ended
-
-    def forward(self, items: Any) -> Any:
-        time.sleep(self.each_s if self.passes else max(self.first_s, self.each_s))
-        self.passes.append([len(item.new_token_ids) for item in items])
-        out = self._inner.forward(items)
-        self.done.set()
-        return out
 
 
 def _generate(port: int, prompt: tuple[int, ...], progress_s: float = 60.0) -> Any:

@@ -17,11 +17,9 @@ from edgespec.cli import main
 from edgespec.policies.drafting_server.planner import PipelinePlan
 from edgespec.policies.registry import PLANNER
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.testing import VOCAB
 from edgespec.runtime.wire.grpc_server import ServerThread
 from tests.runtime.conftest import start_server
 from tests.runtime.stage_lines import stages, without_stages
-from tests.word_tokenizer import make_word_tokenizer
 
 CLI = ["drafting-server", "--server", "127.0.0.1:1", "--draft", "somewhere"]
 
@@ -49,15 +47,6 @@ def test_an_unreachable_server_is_one_line_with_a_hint(capsys: pytest.CaptureFix
     assert main(CLI) == 1
     err = without_stages(capsys.readouterr().err)
     assert err.startswith("edgespec drafting-server: ") and "is an `edgespec serve` running" in err
-
-
-@pytest.fixture(scope="module")
-def draft_dir(tmp_path_factory: pytest.TempPathFactory, draft_model: Any) -> Path:
-    """The tiny draft saved with a tokenizer (words ``w0`` … as ids 0 …)."""
-    directory = tmp_path_factory.mktemp("draft")
-    draft_model.save_pretrained(directory)
-    make_word_tokenizer(VOCAB, fuse=False).save_pretrained(directory)
-    return directory
 
 
 def test_compare_runs_both_modes_and_writes_the_json(
