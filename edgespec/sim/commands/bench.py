@@ -243,8 +243,10 @@ def _bench_policies(args: argparse.Namespace) -> int:
     from edgespec.sim.policy_bench import bench_policies
 
     rows = bench_policies(repeat=args.repeat)
+    width = max((len(str(row["policy"])) for row in rows), default=0)
     for row in rows:
-        print(f"{row['policy']:>6} depth {row['queue_depth']:>5}: {row['us_per_decision']:9.1f} µs")
+        name, depth, us = row["policy"], row["queue_depth"], row["us_per_decision"]
+        print(f"{name:>{width}} depth {depth:>5}: {us:9.1f} µs")
     if args.json is not None:
         write_text_atomically(args.json, json.dumps(rows, indent=2) + "\n")
     return 0

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from edgespec.cli import main
+from edgespec.policies.registry import BATCHING
 
 
 @pytest.mark.parametrize("target", ["sim", "policy", "memory"])
@@ -81,3 +82,15 @@ def test_the_json_file_s_folder_is_made(tmp_path: Any) -> None:
     assert main(["bench", "policy", "--json", str(out)]) == 0
     depths = [row["queue_depth"] for row in json.loads(out.read_text())]
     assert depths[:3] == [10, 100, 1000]
+
+
+def test_the_policy_lines_line_up_under_the_longest_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Every registered policy, its name right-aligned to the longest (``decodes-first``)."""
+    assert main(["bench", "policy", "--repeat", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert {line.split()[0] for line in lines} == set(BATCHING)
+    assert len({line.index(" depth ") for line in lines}) == 1
+    assert any(line.startswith("decodes-first depth    10: ") for line in lines)
+    assert any(line.startswith(" " * 9 + "fcfs depth    10: ") for line in lines)
