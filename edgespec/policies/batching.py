@@ -53,12 +53,27 @@ class FcfsBatching:
         return _plan(_take_within_limits(sorted(queue, key=_ARRIVAL_ORDER), limits), "fcfs")
 
 
+def _clients_in_turn(entries: list[PendingVerification]) -> list[PendingVerification]:
+    """``entries`` (in arrival order) with every client's k-th before any client's
+    (k + 1)-th, arrival order within each turn."""
+    seen: dict[str, int] = {}
+    turns = []
+    for e in entries:
+        turn = seen.get(e.client_id, 0)
+        seen[e.client_id] = turn + 1
+        turns.append(turn)
+    order = sorted(range(len(entries)), key=turns.__getitem__)  # stable: arrival within a turn
+    return [entries[i] for i in order]
+
+
 @dataclass(frozen=True, slots=True)
 class DecodesFirstBatching:
     """FCFS with decoding rounds ahead of prefills (an edgespec mode beside the papers'
     FCFS, the order of Sarathi-Serve's and vLLM's chunked prefill): the oldest entry, then
-    every decoding round in arrival order, then the other entries in arrival order, while
-    the batch stays within its limits.
+    every decoding round in arrival order, then the prefills, while the batch stays within
+    its limits. The prefills go in arrival order, one client at a time in turn when
+    ``prefills_in_turn`` (each client's oldest, then each one's second, ...), so one
+    client's many long prompts do not hold another client's first token for all of theirs.
 
     A *decoding round* forwards at most ``max_decode_uncached_tokens`` context tokens
     beyond its draft (a session's next round forwards the one token its last verdict
@@ -71,6 +86,7 @@ class DecodesFirstBatching:
     """
 
     max_decode_uncached_tokens: int = 16
+    prefills_in_turn: bool = True
 
     def __post_init__(self) -> None:
         if self.max_decode_uncached_tokens < 0:
@@ -84,11 +100,13 @@ class DecodesFirstBatching:
     ) -> BatchPlan:
         if not queue:
             return BatchPlan((), reason="decodes-first:empty")
-        head, *rest = sorted(queue, key=_ARRIVAL_ORDER)
-        bound = self.max_decode_uncached_tokens
-        decodes = [e for e in rest if e.num_new_tokens - e.num_draft_tokens <= bound]
-        prefills = [e for e in rest if e.num_new_tokens - e.num_draft_tokens > bound]
-        order = [head, *decodes, *prefills]
+        ordered = sorted(queue, key=_ARRIVAL_ORDER)
+        head, bound = ordered[0], self.max_decode_uncached_tokens
+        decodes = [e for e in ordered[1:] if e.num_new_tokens - e.num_draft_tokens <= bound]
+        prefills = [e for e in ordered if e.num_new_tokens - e.num_draft_tokens > bound]
+        if self.prefills_in_turn:  # the head, when a prefill, is its client's first turn
+            prefills = _clients_in_turn(prefills)
+        order = [head, *decodes, *(e for e in prefills if e is not head)]
         return BatchPlan(_take_within_limits(order, limits), reason="decodes-first")
 
 

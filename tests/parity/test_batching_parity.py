@@ -43,6 +43,7 @@ CLASSES = {"a": 4.0, "b": 6.0}  # session i is in class "ab"[i % 2]
 DRAFT_S = [0.02, 0.05, 0.03, 0.08, 0.01]  # this block's draft time, as the client reports it
 NETWORK_S = [0.0, 0.04, 0.0, 0.03, 0.0]  # the client's last round's network time
 START_S = [0.0, 5.0, 2.0, 0.0, 3.5]  # when each device took its request (arrived at 0) up
+CLIENTS = ["x", "x", "x", "y", "y"]  # whose sessions (decodes-first's prefills take turns)
 NOW_S = 6.0  # when every block arrives at the server and the policy decides
 TABLE_12 = dataclasses.asdict(load_wisp_coefficients("a100-qwen3-32b"))
 CASES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -100,7 +101,8 @@ def _runtime(
         prompt = tuple((7 * i + j) % 60 for j in range(n))
         sampling = SamplingParams(max_new_tokens=32)
         now_s[0] = START_S[i]
-        service.open_session(SessionSpec(f"s{i}", "c", prompt, sampling, "ab"[i % 2]))
+        client = CLIENTS[i]
+        service.open_session(SessionSpec(f"s{i}", client, prompt, sampling, "ab"[i % 2]))
         committed[i] = 0
         if i in WARM:  # verified before, outside the service: no round it has seen
             warm = VerifyCall(f"s{i}", n, (1,) * WARM[i])
@@ -155,7 +157,7 @@ def _simulated(
     devices, (server,) = build_entities(scenario)
     server.kv_budget, server.part_tokens = LIMITS["kv_budget_tokens"], parts
     for i, n in enumerate(prompts):
-        request = Request(f"s{i}", "c", 0.0, n, 32, slo_class="ab"[i % 2])
+        request = Request(f"s{i}", CLIENTS[i], 0.0, n, 32, slo_class="ab"[i % 2])
         slo = CLASSES["ab"[i % 2]]
         s = Session(i, request, devices[i], server, None, slo, True, START_S[i], block=CHAIN)
         s.committed = committed[i]

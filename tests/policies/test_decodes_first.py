@@ -68,3 +68,20 @@ def test_a_negative_bound_is_refused_at_its_field() -> None:
     with pytest.raises(PolicyConfigError, match=message) as info:
         build_policy("batching", "decodes-first", {"max_decode_uncached_tokens": -1})
     assert "max_decode_uncached_tokens" in str(info.value)
+
+
+def test_prefills_go_one_client_at_a_time_in_turn() -> None:
+    """Client a's three long prompts came first; b's and c's first prompts go before a's
+    second: the oldest entry (a's first), the decoding round, then each other client's
+    oldest prefill, then each one's second."""
+
+    def prefill(entry_id: int, enq: float, client: str) -> PendingVerification:
+        return PendingVerification(entry_id, f"s{entry_id}", client, enq, DRAFT, 512, 0)
+
+    queue = [prefill(1, 0.0, "a"), prefill(2, 0.1, "a"), prefill(3, 0.2, "a")]
+    queue += [prefill(4, 0.3, "b"), prefill(5, 0.4, "b"), prefill(6, 0.5, "c")]
+    queue.append(entry(7, 0.6, 1))  # a decoding round
+    limits = BatchLimits(max_batch_size=5)
+    assert DecodesFirstBatching().select(queue, 1.0, limits).entry_ids == (1, 7, 4, 6, 2)
+    in_arrival = DecodesFirstBatching(prefills_in_turn=False)
+    assert in_arrival.select(queue, 1.0, limits).entry_ids == (1, 7, 2, 3, 4)
