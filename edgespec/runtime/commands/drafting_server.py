@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -159,7 +160,8 @@ def _runs(
     ) -> Any:
         return run_drafting_server(
             verifier, draft, sessions, max_new_tokens=new_tokens, pipelined=pipelined,
-            client_id=args.client_id, progress_timeout_s=args.progress_timeout_s, **order,
+            client_id=args.client_id, progress_timeout_s=args.progress_timeout_s,
+            on_resend=_resend_notice(args.progress_timeout_s), **order,
         )  # fmt: skip
 
     planning, plan = planned
@@ -182,6 +184,29 @@ def _runs(
         }
         runs["pipelined" if pipelined else "not_pipelined"] = (result, server)
     return runs
+
+
+def _resend_notice(progress_timeout_s: float) -> Callable[[Any], None]:
+    """What a run says on stderr, once, when its verify calls are past ``--timeout-s`` and
+    sent again (it would be silent until its stats line otherwise)."""
+    from edgespec.config.overrides import shown
+
+    lock, told = threading.Lock(), [False]
+
+    def notice(error: Any) -> None:
+        with lock:
+            if told[0]:
+                return
+            told[0] = True
+        print(
+            f"edgespec drafting-server: no answer within --timeout-s ({shown(str(error), 120)}):"
+            " the server is busy, with a batch of long prompts' first pass, say; sending the "
+            "calls again on their sessions (the server keeps its work), each for up to "
+            f"{progress_timeout_s:g} s from its first sending (--progress-timeout-s)",
+            file=sys.stderr,
+        )
+
+    return notice
 
 
 def _prompts(args: argparse.Namespace, verifier: Any, tokenizer: Any) -> list[tuple[int, ...]]:

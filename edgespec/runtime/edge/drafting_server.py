@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -141,12 +141,14 @@ def run_drafting_server(
     client_id: str = "drafting-server",
     clock: Clock = time.perf_counter,
     progress_timeout_s: float = 60.0,
+    on_resend: Callable[[RequestError], None] | None = None,
 ) -> DraftingServerResult:
     """Generate every prompt greedily (one session each, ``max_new_tokens`` per session or
     one for all); pipelined or not (module docstring). The batches (prompt indices, in
     processing order) and γ are the ``plan``'s (see :func:`plan_sessions`; :func:`run_order`)
     or consecutive runs of ``batch_size`` prompts and ``gamma``. A call past its deadline
-    is sent again until ``progress_timeout_s`` after its first sending (module docstring).
+    is sent again until ``progress_timeout_s`` after its first sending (module docstring;
+    ``on_resend``, told of each from the thread that sends it, with the deadline's error).
     Sessions are closed at the end, also on an error or an interrupt, all at once
     (:func:`~edgespec.runtime.edge.drafting_sessions.close_all`), once the calls in flight
     are back (none is sent again after the run failed)."""
@@ -157,7 +159,7 @@ def run_drafting_server(
     order, gamma = run_order(len(prompts), batch_size, gamma, plan)
     lanes = make_lanes(prompts, budgets, client_id, clock)
     tag = hashlib.sha256(lanes[0].session_id.encode()).hexdigest()[:16]  # new every run
-    run = _Run(verifier, draft, gamma, pipelined, clock, tag, progress_timeout_s)
+    run = _Run(verifier, draft, gamma, pipelined, clock, tag, (progress_timeout_s, on_resend))
     passes = draft.num_passes
     start = clock()
     try:
@@ -197,23 +199,6 @@ def _session_output(lane: Lane) -> SessionOutput:
     )
 
 
-def _verify_resending(
-    verifier: Verifier, call: VerifyCall, clock: Clock, budget_s: float, failed: threading.Event
-) -> _Answer:
-    """``call``'s reply; one past its deadline is sent again, identical, until ``budget_s``
-    after its first sending (or the run failed), then its error is raised."""
-    first_s, resent_s, num_resends = clock(), None, 0
-    while True:
-        try:
-            reply = verifier.verify(call)
-        except RequestError as exc:
-            if not exc.past_deadline or failed.is_set() or clock() - first_s >= budget_s:
-                raise
-            resent_s, num_resends = clock(), num_resends + 1
-            continue
-        return _Answer(reply, clock(), resent_s, num_resends)
-
-
 class _Run:
     """The decoding steps of one run, and the drafting thread's time split."""
 
@@ -225,11 +210,11 @@ class _Run:
         pipelined: bool,
         clock: Clock,
         batch_tag: str,
-        progress_timeout_s: float,
+        resends: tuple[float, Callable[[RequestError], None] | None],
     ) -> None:
         self.verifier, self.draft, self.gamma = verifier, draft, gamma
         self.pipelined, self.clock = pipelined, clock
-        self.progress_timeout_s = progress_timeout_s
+        self.progress_timeout_s, self.on_resend = resends
         self.failed = threading.Event()  # set when the run failed: no more resends
         self.num_resends = 0
         self.batch_tag = batch_tag  # batch_id "<tag>:<n>": the run's n-th batch sent
@@ -278,12 +263,27 @@ class _Run:
             )
             for lane, context, block in zip(lanes, contexts, blocks, strict=True)
         )
-        budget_s, failed = self.progress_timeout_s, self.failed
-        replies = tuple(
-            pool.submit(_verify_resending, self.verifier, c, self.clock, budget_s, failed)
-            for c in calls
-        )
+        replies = tuple(pool.submit(self._verify, c) for c in calls)
         return _SentBatch(tuple(lanes), calls, replies, start, drafted)
+
+    def _verify(self, call: VerifyCall) -> _Answer:
+        """``call``'s reply (on a pool thread); one past its deadline is sent again,
+        identical, until ``progress_timeout_s`` after its first sending (or the run
+        failed), then its error is raised."""
+        clock = self.clock
+        first_s, resent_s, num_resends = clock(), None, 0
+        while True:
+            try:
+                reply = self.verifier.verify(call)
+            except RequestError as exc:
+                late = clock() - first_s >= self.progress_timeout_s
+                if not exc.past_deadline or self.failed.is_set() or late:
+                    raise
+                if self.on_resend is not None:
+                    self.on_resend(exc)
+                resent_s, num_resends = clock(), num_resends + 1
+                continue
+            return _Answer(reply, clock(), resent_s, num_resends)
 
     def _collect(self, sent: _SentBatch) -> None:
         """Wait for the batch's replies and commit them."""

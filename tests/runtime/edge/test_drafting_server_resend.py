@@ -92,6 +92,18 @@ def test_the_command_counts_the_calls_it_sent_again(
     report = json.loads(out.read_text())
     resends = report["runs"]["not_pipelined"]["num_resends"]
     assert resends >= 2  # the first batch's two calls, at least
-    line = [x for x in without_stages(capsys.readouterr().err).splitlines() if "[not" in x]
+    err = without_stages(capsys.readouterr().err).splitlines()
+    line = [x for x in err if "[not" in x]
     assert line[0].endswith(f"; {resends} calls sent again past --timeout-s]")
+    told = [x for x in err if "no answer within --timeout-s" in x]
+    assert (
+        told
+        == [  # once a run: the warm-up's, then the timed run's
+            "edgespec drafting-server: no answer within --timeout-s (UNAVAILABLE: Deadline "
+            "Exceeded): the server is busy, with a batch of long prompts' first pass, say; "
+            "sending the calls again on their sessions (the server keeps its work), each for up "
+            "to 20 s from its first sending (--progress-timeout-s)"
+        ]
+        * 2
+    )
     assert (report["settings"]["timeout_s"], report["settings"]["progress_timeout_s"]) == (0.3, 20)
