@@ -148,17 +148,19 @@ class VerificationService:
         round (its caller lost the reply) gets that reply again at once, with ``queue_s``,
         ``verify_s`` and ``batch_size`` 0; a resend of the call still queued or being
         verified (its caller gone past its deadline) takes it over
-        (:meth:`~edgespec.runtime.server.scheduler.Scheduler.take_over`)."""
+        (:meth:`~edgespec.runtime.server.scheduler.Scheduler.take_over`), also once its
+        batch has committed the round and is yet to answer it."""
 
         scheduler = self._scheduler
+        self._guard(lambda: self._admission.clients.check_owner(call.session_id, owner))
+        taken = scheduler.take_over(call)  # a resend of the call still queued or running
+        if taken is not None:  # (before a replay: a round its batch has committed but not
+            self._counters.num_resent += 1  # yet answered is still that batch's)
+            return await scheduler.wait(*taken)
         replayed = self._guard(lambda: self._admission.replay(call, owner))
         if replayed is not None:  # a retry of the round last committed: no queue, no pass
             self._counters.num_resent += 1
             return VerifyReply(replayed, 0.0, 0.0, 0, len(scheduler.queue))
-        taken = scheduler.take_over(call)  # a resend of the call still queued or running
-        if taken is not None:
-            self._counters.num_resent += 1
-            return await scheduler.wait(*taken)
 
         def check() -> PendingVerification:
             queued = (e.call.session_id for e in scheduler.queue.values())

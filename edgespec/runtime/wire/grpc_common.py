@@ -54,10 +54,17 @@ given (TCP, TLS and HTTP/2 handshakes: gRPC's ``subchannel.cc`` waits for
 link's handshake may take longer than a backoff."""
 
 
+OWN_CONNECTIONS = (("grpc.use_local_subchannel_pool", 1),)
+"""Each client channel keeps its own connections: gRPC's default pool shares them among a
+process's channels to one address, with their reconnect backoff, so a client made right
+after its server restarted on the same port failed ``UNAVAILABLE: ... Connection refused``
+at its first call, from an older client's failed attempt (up to the 1 s backoff above)."""
+
+
 def client_channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
-    """A client channel's options: :func:`message_size_options` and
-    :data:`RECONNECT_OPTIONS`."""
-    return [*message_size_options(max_message_bytes), *RECONNECT_OPTIONS]
+    """A client channel's options: :func:`message_size_options`,
+    :data:`RECONNECT_OPTIONS` and :data:`OWN_CONNECTIONS`."""
+    return [*message_size_options(max_message_bytes), *RECONNECT_OPTIONS, *OWN_CONNECTIONS]
 
 
 def client_channel(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 from typing import Any
 
 import numpy as np
@@ -233,3 +234,75 @@ def test_a_semantic_sh_first_call_sent_again_gets_its_hidden_state_request_again
     assert decided.outcome.committed_token_ids
     assert engine.counters().num_forward_passes == 1  # the follow-up decides from the pass
     assert service.metrics().num_resent == 1
+
+
+def test_a_resend_while_its_committed_batch_winds_up_is_answered_by_that_batch(
+    target: TransformersTarget,
+) -> None:
+    """The engine has committed the round and the scheduler not yet answered it (the pass's
+    thread returning): a resend of the round takes the batch's entry over rather than
+    being answered from the committed round at once, so the session's next call does not
+    find that entry still in flight (it was refused ``FAILED_PRECONDITION: session 'a'
+    already has a verification in flight``, the drafter's generation failing)."""
+    call = VerifyCall("a", N, (20, 18))
+
+    async def scenario() -> tuple[bool, Any, Any]:
+        engine = VerificationEngine(target)
+        committed, release, inner = threading.Event(), threading.Event(), engine.verify_batch
+
+        def held(*args: Any) -> Any:
+            outcomes = inner(*args)
+            committed.set()
+            assert release.wait(10)
+            return outcomes
+
+        engine.verify_batch = held  # type: ignore[method-assign]
+        service = VerificationService(engine, from_dict(ServerConfig, {}), FcfsBatching())
+        service.open_session(SessionSpec("a", "x", PROMPT, GREEDY))
+        await service.start()
+        first = asyncio.ensure_future(_outcome(service.verify(call)))
+        assert await asyncio.to_thread(committed.wait, 10)
+        first.cancel()  # its caller gone past its deadline
+        resent = asyncio.ensure_future(_outcome(service.verify(call)))
+        await asyncio.sleep(0.1)
+        answered_before_its_batch = resent.done()
+        release.set()
+        reply = await resent
+        assert isinstance(reply, VerifyReply)
+        done = len(reply.outcome.committed_token_ids)
+        following = await _outcome(service.verify(VerifyCall("a", N + done, (5,))))
+        await service.stop()
+        return answered_before_its_batch, reply, following
+
+    early, reply, following = asyncio.run(scenario())
+    assert not early
+    assert reply.batch_size == 1  # the batch's reply (a replay says 0)
+    assert isinstance(following, VerifyReply)
+
+
+def test_another_clients_copy_of_a_running_call_takes_nothing_over(
+    target: TransformersTarget,
+) -> None:
+    """With auth, the same call from another token is refused before any take-over: the
+    session's own caller keeps its pass and gets its reply."""
+    call = VerifyCall("a", N, (20, 18))
+
+    async def scenario() -> list[Any]:
+        service, backend = _service(target)
+        service.open_session(SessionSpec("a", "x", PROMPT, GREEDY), "token-a")
+        await service.start()
+        first = asyncio.ensure_future(_outcome(service.verify(call, "token-a")))
+        assert await asyncio.to_thread(backend.entered.wait, 10)
+        stolen = await _outcome(service.verify(call, "token-b"))
+        backend.gate.set()
+        results = [await first, stolen, service.metrics().num_resent]
+        await service.stop()
+        return results
+
+    first, stolen, resent_count = asyncio.run(scenario())
+    assert isinstance(stolen, RequestError)
+    assert (stolen.code, stolen.message) == (
+        ErrorCode.PERMISSION_DENIED,
+        "session 'a' belongs to another client",
+    )
+    assert isinstance(first, VerifyReply) and resent_count == 0

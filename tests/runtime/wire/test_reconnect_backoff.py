@@ -59,3 +59,29 @@ def test_a_restarted_server_is_served_again_within_the_reconnect_backoff(
         client.close_channel()
     assert served_s is not None, f"not served within {WAITED_S:g} s of the restart"
     assert served_s - restarted_s < SERVED_WITHIN_S  # was 2.3 to 3.7 s
+
+
+def test_a_new_client_reaches_a_server_restarted_on_the_same_port_at_once(
+    target: TransformersTarget,
+) -> None:
+    """An older client's failed attempts do not fail a new client's first call: each
+    channel keeps its own connections (``grpc_common.OWN_CONNECTIONS``). It failed with
+    the older one's ``Connection refused`` (a flaky test whose server reused a port)."""
+    first = start_server(target)
+    port = first.port
+    old = RemoteVerifier(f"127.0.0.1:{port}", timeout_s=2.0)
+    old.stats()
+    first.stop(grace_s=0)
+    for _ in range(2):  # its connection fails, then is refused: backing off
+        try:
+            old.stats()
+        except RequestError as exc:
+            assert exc.code is ErrorCode.UNAVAILABLE
+    again = start_server(target, port=port)
+    new = RemoteVerifier(f"127.0.0.1:{port}", timeout_s=2.0)
+    try:
+        assert new.stats().num_sessions == 0
+    finally:
+        for client in (old, new):
+            client.close_channel()
+        again.stop(grace_s=0)
