@@ -256,7 +256,7 @@ def test_a_resend_while_its_committed_batch_winds_up_is_answered_by_that_batch(
             assert release.wait(10)
             return outcomes
 
-        engine.verify_batch = held  # type: ignore[method-assign]
+        engine.verify_batch = held  # type: ignore[method-assign,assignment]
         service = VerificationService(engine, from_dict(ServerConfig, {}), FcfsBatching())
         service.open_session(SessionSpec("a", "x", PROMPT, GREEDY))
         await service.start()
