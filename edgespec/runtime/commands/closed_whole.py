@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from edgespec.runtime.commands.signals import signals_held
+from edgespec.runtime.edge.bounded_calls import open_bounded, verify_bounded
 from edgespec.runtime.edge.fused_handover import fused_if
-from edgespec.runtime.edge.reconnect import open_bounded
 from edgespec.runtime.messages import FusedCall, FusedRound, SessionSpec, VerifyCall, VerifyReply
 
 
@@ -33,12 +33,17 @@ class ClosedWhole:
         self, spec: SessionSpec, timeout_s: float, cancel: threading.Event | None
     ) -> None:
         """The inner verifier's bounded open
-        (:func:`~edgespec.runtime.edge.reconnect.open_bounded`)."""
+        (:func:`~edgespec.runtime.edge.bounded_calls.open_bounded`)."""
         open_bounded(self._inner, spec, timeout_s, cancel)
 
     def verify(self, call: VerifyCall) -> VerifyReply:
         reply: VerifyReply = self._inner.verify(call)
         return reply
+
+    def verify_within(self, call: VerifyCall, timeout_s: float) -> VerifyReply:
+        """The inner verifier's bounded verify
+        (:func:`~edgespec.runtime.edge.bounded_calls.verify_bounded`)."""
+        return verify_bounded(self._inner, call, timeout_s)
 
     def close(self, session_id: str) -> None:
         with signals_held("draft", "closing its session on the server", self._close_timeout_s):

@@ -124,7 +124,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--progress-timeout-s",
         type=float,
         metavar="S",
-        help="give up after S seconds without a committed token (default 60)",
+        help="give up after S seconds without a committed token (default 60); no call to "
+        "verify waits past it",
     )
     parser.add_argument(
         "--retry-timeout-s",

@@ -138,7 +138,8 @@ def _add_connection(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=60.0,
         help="seconds a verify call is sent again for, from its first sending, while the "
-        "server is busy with its pass (default 60); then the run fails",
+        "server is busy with its pass (default 60; no sending waits past it); then the run "
+        "fails",
     )
     parser.add_argument(
         "--client-id",

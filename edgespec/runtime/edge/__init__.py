@@ -18,8 +18,10 @@
 * :mod:`.reconnect` — ``reopen`` (a lost session reopened with every committed token as its
   prompt, retried until the server is back or the generation is ``Cancelled``),
   ``retry_unavailable`` (the one retry loop: reopens, first opens, routing while no server
-  answers; an open's wait bounded by what is left of it: ``BoundedOpen``) and
-  ``close_quietly``;
+  answers) and ``close_quietly``;
+* :mod:`.bounded_calls` — an open waiting no longer than what is left of its retries, a
+  verify call no longer than what is left of the progress budget (``open_bounded``,
+  ``verify_bounded``), where the verifier can;
 * :mod:`.session_ids` — the session ids made from the ``client_id`` (a new generation's,
   the endpoint's) and the most characters they and a reconnect's add to it;
 * :mod:`.block_limit` — a window policy's largest block against the server's

@@ -46,12 +46,12 @@ from edgespec.runtime.backends.base import (
     hidden_state_drafter,
     stopping_drafter,
 )
+from edgespec.runtime.edge.bounded_calls import open_bounded
 from edgespec.runtime.edge.progress import ProgressBudget
 from edgespec.runtime.edge.reconnect import (
     RETRY_BACKOFF_S,
     close_if_opened,
     close_quietly,
-    open_bounded,
     open_retrying,
 )
 from edgespec.runtime.edge.round_loop import RECOVERABLE, RoundLoop

@@ -15,15 +15,15 @@ barriers). Without pipelining each batch's verification is awaited before the ne
 batch drafts. A session that finished (its token budget or EOS, as the server says) drops
 out of its batch. A verify call past the verifier's deadline (a batch of long prompts'
 first pass on a busy server) is sent again, identical, until ``progress_timeout_s`` after
-its first sending: the server takes the resend over with the pass it runs for it
-(:mod:`~edgespec.runtime.server.resends`), so the prompts are forwarded once.
+its first sending (no sending waits past it): the server takes the resend over with the
+pass it runs for it (:mod:`~edgespec.runtime.server.resends`): prompts forwarded once.
 
 Sessions speak the single-session drafter's protocol (:class:`SessionSpec`,
 :class:`VerifyCall`, :class:`VerifyReply`; γ capped by
 :func:`~edgespec.runtime.edge.rounds.capped_gamma`, rounds recorded by
 :class:`~edgespec.runtime.edge.rounds.Ledger`). The verifier is called from several threads
 at once: :class:`~edgespec.runtime.wire.grpc_client.RemoteVerifier` may be (it holds only
-its gRPC channel and stub, and gRPC channels are thread-safe), as may
+its gRPC channel and stub, which are thread-safe), as may
 :class:`~edgespec.runtime.wire.inprocess.LocalVerifier` (the engine locks). Greedy only:
 the outputs equal target-only greedy decoding, pipelined or not.
 """
@@ -43,6 +43,7 @@ from edgespec.policies.drafting_contract import check_plan
 from edgespec.policies.drafting_server.planner import PipelinePlan, observe_tasks
 from edgespec.policies.interfaces import DraftingPlanner
 from edgespec.runtime.edge.batched_draft import BatchedDraftModel
+from edgespec.runtime.edge.bounded_calls import verify_bounded
 from edgespec.runtime.edge.drafting_results import DraftingServerResult, SessionOutput
 from edgespec.runtime.edge.drafting_sessions import Clock, Lane, close_all, make_lanes, open_all
 from edgespec.runtime.edge.rounds import Verifier, capped_gamma, network_time_s
@@ -219,8 +220,7 @@ class _Run:
         self.num_resends = 0
         self.batch_tag = batch_tag  # batch_id "<tag>:<n>": the run's n-th batch sent
         self.num_sent = 0
-        self.draft_s = 0.0
-        self.verify_wait_s = 0.0
+        self.draft_s = self.verify_wait_s = 0.0
         self.schedule: list[tuple[int, ...]] = []
 
     def steps(self, pool: ThreadPoolExecutor, batches: list[list[Lane]]) -> int:
@@ -269,12 +269,13 @@ class _Run:
     def _verify(self, call: VerifyCall) -> _Answer:
         """``call``'s reply (on a pool thread); one past its deadline is sent again,
         identical, until ``progress_timeout_s`` after its first sending (or the run
-        failed), then its error is raised."""
+        failed), then its error is raised; no sending waits past that time."""
         clock = self.clock
         first_s, resent_s, num_resends = clock(), None, 0
         while True:
+            left_s = self.progress_timeout_s - (clock() - first_s)
             try:
-                reply = self.verifier.verify(call)
+                reply = verify_bounded(self.verifier, call, left_s)
             except RequestError as exc:
                 late = clock() - first_s >= self.progress_timeout_s
                 if not exc.past_deadline or self.failed.is_set() or late:

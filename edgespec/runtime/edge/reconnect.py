@@ -16,9 +16,9 @@ generation's cancel event when it has one: a generation cancelled (its client go
 while the server is unreachable ends within one ``retry_backoff_s`` with :class:`Cancelled`.
 An open retried so (:func:`retry_within`) waits for each answer only as long as is left of
 ``retry_timeout_s`` (at least :data:`MIN_ATTEMPT_S`), and a verifier that can
-(:class:`BoundedOpen`: the gRPC client) cuts it short once the event is set: a server that
-takes the connection and never answers (stopped, hung) holds the request no longer than
-the retries, not another request timeout on top.
+(:class:`~edgespec.runtime.edge.bounded_calls.BoundedOpen`: the gRPC client) cuts it short
+once the event is set: a server that takes the connection and never answers (stopped,
+hung) holds the request no longer than the retries, not another request timeout on top.
 """
 
 from __future__ import annotations
@@ -29,12 +29,13 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import TypeVar
 
 import numpy as np
 
 from edgespec.core.types import SamplingParams
 from edgespec.core.wire_limits import SEED_LIMIT
+from edgespec.runtime.edge.bounded_calls import open_bounded
 from edgespec.runtime.edge.rounds import Verifier
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec
@@ -122,31 +123,6 @@ def attempt_timeout_s(left_s: float) -> float:
     window left: that, but at least :data:`MIN_ATTEMPT_S` (the verifier's own request
     timeout caps it)."""
     return max(left_s, MIN_ATTEMPT_S)
-
-
-@runtime_checkable
-class BoundedOpen(Protocol):
-    """A verifier whose open can wait for its answer less than its other calls do, and be
-    cut short by a cancel event: ``open_within(spec, timeout_s, cancel)`` waits at most
-    ``timeout_s`` (past it: ``UNAVAILABLE``, as a call past its deadline) and raises
-    :class:`Cancelled` once ``cancel`` is set (closing the session, which the server may
-    have opened, without waiting for that close)."""
-
-    def open_within(
-        self, spec: SessionSpec, timeout_s: float, cancel: threading.Event | None
-    ) -> None: ...
-
-
-def open_bounded(
-    verifier: Verifier, spec: SessionSpec, timeout_s: float, cancel: threading.Event | None
-) -> None:
-    """Open ``spec`` within ``timeout_s``, cut short once ``cancel`` is set, when
-    ``verifier`` can (:class:`BoundedOpen`); else (an in-process verifier, which answers at
-    once) its plain ``open``."""
-    if isinstance(verifier, BoundedOpen):
-        verifier.open_within(spec, timeout_s, cancel)
-    else:
-        verifier.open(spec)
 
 
 def reopen(

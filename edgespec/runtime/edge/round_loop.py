@@ -21,6 +21,7 @@ from edgespec.core.types import SamplingParams
 from edgespec.policies.interfaces import WindowDecision, WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.runtime.backends.base import DraftBackend
+from edgespec.runtime.edge.bounded_calls import verify_bounded
 from edgespec.runtime.edge.fused_handover import fused_handover
 from edgespec.runtime.edge.progress import NoProgress, ProgressBudget, ProgressWatch
 from edgespec.runtime.edge.reconnect import Cancelled, close_quietly, reopen
@@ -161,11 +162,12 @@ class RoundLoop:
         with the pass or prefill parts it runs for it (a long prompt's first round on a busy
         server, say), until the progress budget's time is out (then the session is closed
         and :class:`NoProgress` raised) or ``cancel`` is set (:class:`Cancelled`). Each
-        resend waits one request timeout: a resend costs the server no work, and the
+        sending waits one request timeout, but no longer than is left of the budget
+        (:func:`~.bounded_calls.verify_bounded`): a resend costs the server no work, and the
         progress time alone bounds them."""
         while True:
             try:
-                return self.verifier.verify(call)
+                return verify_bounded(self.verifier, call, self.watch.remaining_s())
             except RequestError as exc:
                 if not exc.past_deadline:
                     raise

@@ -1,13 +1,11 @@
-"""One round of speculative decoding, in pieces every round loop shares.
-
-The edge drafter's loop (:func:`edgespec.runtime.edge.drafter.generate`) and the server's run
-of fused rounds (:func:`edgespec.runtime.server.fused_run.run_fused_rounds`) are built from these:
-:func:`decide` consults the window policy once before a round (:func:`pair_state` and
-:func:`restore_pair_state` move its per-pair state with a fused run), :func:`capped_gamma` caps
-its γ to the tokens still to generate, :func:`play_round` drafts the block and has it
-verified, and :func:`round_outcome` is what the session's
-:class:`~edgespec.policies.inputs.WindowHistory` records of the verdict. :class:`Ledger`
-is what the device keeps of a generation, round by round.
+"""One round of speculative decoding, in pieces every round loop shares: the edge
+drafter's (:func:`edgespec.runtime.edge.drafter.generate`) and the server's fused rounds'
+(:func:`edgespec.runtime.server.fused_run.run_fused_rounds`). :func:`decide` consults the
+window policy before a round (:func:`pair_state`, :func:`restore_pair_state`: its per-pair
+state moved with a fused run), :func:`capped_gamma` caps γ to the tokens still to generate,
+:func:`play_round` drafts the block and has it verified, :func:`round_outcome` is what the
+:class:`~edgespec.policies.inputs.WindowHistory` records of the verdict, and :class:`Ledger`
+what the device keeps of a generation, round by round.
 """
 
 from __future__ import annotations
@@ -79,9 +77,8 @@ def decide(policy: WindowPolicy, history: WindowHistory, now_s: float) -> Window
 
 
 def pair_state(policy: WindowPolicy, pair: str) -> tuple[float, ...]:
-    """What a fused handover carries of ``policy``'s state for ``pair``
-    (:class:`~edgespec.policies.interfaces.PairStateWindow`; ``()`` for a policy that keeps
-    none)."""
+    """What a fused handover carries of ``policy``'s state for ``pair`` (``()`` for one
+    that keeps none: not a :class:`~edgespec.policies.interfaces.PairStateWindow`)."""
     return policy.pair_state(pair) if isinstance(policy, PairStateWindow) else ()
 
 

@@ -91,7 +91,7 @@ def _session_quota(server: ServerAccess) -> int | None:
 
     try:
         with server.connected(timeout_s=10.0) as client:
-            return client.max_sessions_per_client()  # type: ignore[no-any-return]
+            return client.describe().max_sessions_per_client  # type: ignore[no-any-return]
     except RequestError:
         return None
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from edgespec.runtime.edge.bounded_calls import open_bounded, verify_bounded
 from edgespec.runtime.edge.fused_handover import fused_if
-from edgespec.runtime.edge.reconnect import open_bounded
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     FusedCall,
@@ -198,7 +198,7 @@ class Watched:
     def open_within(
         self, spec: SessionSpec, timeout_s: float, cancel: threading.Event | None
     ) -> None:
-        """The client's bounded open (:func:`~edgespec.runtime.edge.reconnect.open_bounded`),
+        """The client's bounded open (:func:`~edgespec.runtime.edge.bounded_calls.open_bounded`),
         told: one cut short by ``cancel`` tells nothing."""
         self._told(open_bounded, self._inner, spec, timeout_s, cancel)
 
@@ -207,8 +207,16 @@ class Watched:
         verification waits for its queue and pass (a long prompt's first round makes a
         server busy that long, and the drafter sends the call again). A silent server is
         told by its opens and the probes (:mod:`.health`), which wait on no pass."""
+        return self._verify_told(self._inner.verify, call)
+
+    def verify_within(self, call: VerifyCall, timeout_s: float) -> VerifyReply:
+        """The client's bounded verify
+        (:func:`~edgespec.runtime.edge.bounded_calls.verify_bounded`), told as :meth:`verify`."""
+        return self._verify_told(verify_bounded, self._inner, call, timeout_s)
+
+    def _verify_told(self, verify: Callable[..., VerifyReply], *args: Any) -> VerifyReply:
         try:
-            reply: VerifyReply = self._inner.verify(call)
+            reply = verify(*args)
         except RequestError as exc:
             if not exc.past_deadline:
                 self._watch.tell(self._index, exc)

@@ -9,8 +9,9 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from edgespec.runtime.edge.bounded_calls import open_bounded, verify_bounded
 from edgespec.runtime.edge.fused_handover import fused_if
-from edgespec.runtime.edge.reconnect import close_quietly, open_bounded
+from edgespec.runtime.edge.reconnect import close_quietly
 from edgespec.runtime.messages import FusedCall, FusedRound, SessionSpec, VerifyCall, VerifyReply
 
 
@@ -32,13 +33,18 @@ class SessionTracker:
         self, spec: SessionSpec, timeout_s: float, cancel: threading.Event | None
     ) -> None:
         """The inner verifier's bounded open
-        (:func:`~edgespec.runtime.edge.reconnect.open_bounded`), remembered once it answers."""
+        (:func:`~edgespec.runtime.edge.bounded_calls.open_bounded`), remembered once it answers."""
         open_bounded(self._inner, spec, timeout_s, cancel)
         self._open.add(spec.session_id)
 
     def verify(self, call: VerifyCall) -> VerifyReply:
         reply: VerifyReply = self._inner.verify(call)
         return reply
+
+    def verify_within(self, call: VerifyCall, timeout_s: float) -> VerifyReply:
+        """The inner verifier's bounded verify
+        (:func:`~edgespec.runtime.edge.bounded_calls.verify_bounded`)."""
+        return verify_bounded(self._inner, call, timeout_s)
 
     def close(self, session_id: str) -> None:
         self._open.discard(session_id)

@@ -170,8 +170,8 @@ class EmulatedLinkVerifier:
         self, spec: SessionSpec, timeout_s: float, cancel: threading.Event | None
     ) -> None:
         """:meth:`open`, the call bounded as the inner verifier can bound it
-        (:func:`~edgespec.runtime.edge.reconnect.open_bounded`), the link's delays not."""
-        from edgespec.runtime.edge.reconnect import open_bounded
+        (:func:`~edgespec.runtime.edge.bounded_calls.open_bounded`), the link's delays not."""
+        from edgespec.runtime.edge.bounded_calls import open_bounded
 
         self._open(spec, lambda: open_bounded(self.inner, spec, timeout_s, cancel))
 
@@ -184,10 +184,20 @@ class EmulatedLinkVerifier:
         self._transfers[-1] = LinkTransfer("open", size, up, HEADER_BYTES, down)
 
     def verify(self, call: VerifyCall) -> VerifyReply:
+        return self._verify(call, lambda: self.inner.verify(call))
+
+    def verify_within(self, call: VerifyCall, timeout_s: float) -> VerifyReply:
+        """:meth:`verify`, the call bounded as the inner verifier can bound it
+        (:func:`~edgespec.runtime.edge.bounded_calls.verify_bounded`), the link's delays not."""
+        from edgespec.runtime.edge.bounded_calls import verify_bounded
+
+        return self._verify(call, lambda: verify_bounded(self.inner, call, timeout_s))
+
+    def _verify(self, call: VerifyCall, verified: Callable[[], VerifyReply]) -> VerifyReply:
         size = verify_call_bytes(call)
         up = self._wait(size)
         self._transfers.append(LinkTransfer("verify", size, up))
-        reply = self.inner.verify(call)
+        reply = verified()
         reply_size = verify_reply_bytes(reply)
         down = self._wait(reply_size)
         self._transfers[-1] = LinkTransfer("verify", size, up, reply_size, down)

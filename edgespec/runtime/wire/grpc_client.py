@@ -42,9 +42,9 @@ from edgespec.runtime.wire.tls_probe import SOCKET_CLOSED, plaintext_refused, sp
 
 class RemoteVerifier:
     """Blocking gRPC client; a :class:`~edgespec.runtime.edge.drafter.Verifier` (and a
-    :class:`~edgespec.runtime.edge.reconnect.BoundedOpen`: :meth:`open_within`). Every call
-    has ``timeout_s`` to answer, ``CloseSession`` ``close_timeout_s`` (default the same): a
-    client cleaning up after a server that stopped answering can give it less."""
+    ``BoundedOpen`` and ``BoundedVerify``: :mod:`~edgespec.runtime.edge.bounded_calls`).
+    Every call has ``timeout_s`` to answer, ``CloseSession`` ``close_timeout_s`` (default the
+    same): a client cleaning up after a server that stopped answering can give it less."""
 
     def __init__(
         self,
@@ -151,12 +151,15 @@ class RemoteVerifier:
             closing.exception()  # waits for the answer or the deadline
 
     def verify(self, call: VerifyCall) -> VerifyReply:
-        request = self._check_size(
-            call_to_proto(call),
-            f"the draft block of {len(call.draft_token_ids)} tokens",
-            "draft fewer tokens per round (--gamma)",
-        )
-        response = self._call(self._stub.Verify, request)
+        return self.verify_within(call, self._timeout_s)
+
+    def verify_within(self, call: VerifyCall, timeout_s: float) -> VerifyReply:
+        """``call`` answered within ``timeout_s`` (at most this client's), else past its
+        deadline (``UNAVAILABLE``)."""
+        what = f"the draft block of {len(call.draft_token_ids)} tokens"
+        advice = "draft fewer tokens per round (--gamma)"
+        request = self._check_size(call_to_proto(call), what, advice)
+        response = self._call(self._stub.Verify, request, timeout_s)
         return reply_from_proto(response, call.draft_token_ids, call.prefix_len)
 
     def close(self, session_id: str) -> None:
@@ -209,16 +212,6 @@ class RemoteVerifier:
         """The target's context, prompt + output + draft tokens (``None`` from servers that
         do not say: they predate the field)."""
         return self.describe().max_context_tokens
-
-    def slo_classes(self) -> frozenset[str] | None:
-        """The SLO classes the server admits (``None`` when it takes any, or does not say:
-        it predates the field)."""
-        return self.describe().slo_classes
-
-    def max_sessions_per_client(self) -> int | None:
-        """The most sessions one client may hold open on the server (``None`` from servers
-        that do not say: they predate the field)."""
-        return self.describe().max_sessions_per_client
 
     def target_name(self) -> str | None:
         """The name the server's target model was given (``serve --target``), for its

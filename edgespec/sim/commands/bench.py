@@ -266,13 +266,9 @@ def _bench_memory(args: argparse.Namespace) -> int:
 
 
 def _report(
-    scenario: Scenario,
-    result: SimResult,
-    times: list[float],
-    repeat: int,
-    source: str,
+    scenario: Scenario, result: SimResult, times: list[float], repeat: int, source: str,
     peak_mib: float,
-) -> dict[str, Any]:
+) -> dict[str, Any]:  # fmt: skip
     """The timed path's numbers: least-CPU run, median, events, memory."""
     cpu = times[:repeat]
     cpu_s = min(cpu)

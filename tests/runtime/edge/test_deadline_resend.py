@@ -139,3 +139,21 @@ def test_the_close_is_sent_to_a_silent_server_too(capsys: pytest.CaptureFixture[
         "edgespec draft: still no answer: sending it again, for up to N s more "
         "(--progress-timeout-s)",
     ]
+
+
+def test_the_last_sending_waits_only_what_is_left_of_the_progress_time() -> None:
+    """Calls of 2 s against a progress time of 2.5 s on a silent server: the resend waits
+    0.5 s and the generation gives up at 2.5 s, not 4 s (a whole request timeout)."""
+    with hung_server(health_hangs=False, opens=True) as (address, calls):
+        verifier = RemoteVerifier(address, timeout_s=2.0, close_timeout_s=0.2)
+        options = DraftOptions("s", progress=ProgressBudget(timeout_s=2.5))
+        sampling = SamplingParams(max_new_tokens=4)
+        start = time.monotonic()
+        try:
+            with pytest.raises(NoProgress, match="gave up after 2.5 s"):
+                generate(verifier, NgramDrafter(), (5, 6, 7), sampling, options, StaticWindow(4))
+            took_s = time.monotonic() - start
+        finally:
+            verifier.close_channel()
+    assert calls == ["OpenSession", "Verify", "Verify", "CloseSession"]
+    assert 2.5 <= took_s < 3.5  # the close waits 0.2 s more

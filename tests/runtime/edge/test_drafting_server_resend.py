@@ -8,6 +8,7 @@ counts the resends in its stats line and JSON."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.conftest import start_server
+from tests.runtime.hung_server import hung_server
 from tests.runtime.stage_lines import without_stages
 from tests.runtime.wrapped_target import SlowPasses
 
@@ -71,6 +73,26 @@ def test_a_call_unanswered_past_the_progress_time_fails_the_run(
         server.stop(grace_s=0)
     assert info.value.code is ErrorCode.UNAVAILABLE and info.value.past_deadline
     assert stats.num_sessions == 0  # closed when the run failed
+
+
+def test_no_sending_waits_past_the_progress_time(batched: BatchedDraftModel) -> None:
+    """Calls of 2 s against a progress time of 2.5 s on a silent server: the resend waits
+    0.5 s and the run fails at 2.5 s, not 4 s (a whole ``--timeout-s``)."""
+    with hung_server(health_hangs=False, opens=True) as (address, calls):
+        verifier = RemoteVerifier(address, timeout_s=2.0, close_timeout_s=0.2)
+        start = time.monotonic()
+        try:
+            with pytest.raises(RequestError) as info:
+                run_drafting_server(
+                    verifier, batched, PROMPTS[:1], batch_size=1, gamma=3,
+                    max_new_tokens=MAX_NEW, pipelined=False, progress_timeout_s=2.5,
+                )  # fmt: skip
+            took_s = time.monotonic() - start
+        finally:
+            verifier.close_channel()
+    assert info.value.past_deadline
+    assert calls == ["OpenSession", "Verify", "Verify", "CloseSession"]
+    assert 2.5 <= took_s < 3.5  # the close waits 0.2 s more
 
 
 def test_the_command_counts_the_calls_it_sent_again(

@@ -146,18 +146,19 @@ class _Stopped(Exception):
 
 
 def _stop_mid_run(monkeypatch: pytest.MonkeyPatch, sig: signal.Signals, after_calls: int) -> None:
-    """Send ``sig`` to this process at the ``after_calls``-th verify call."""
-    original = RemoteVerifier.verify
+    """Send ``sig`` to this process at the ``after_calls``-th verify call (each bounded by
+    the progress time: ``verify_within``)."""
+    original = RemoteVerifier.verify_within
     calls = iter(range(1, 10**6))
     lock = threading.Lock()
 
-    def verify(self: RemoteVerifier, call: VerifyCall) -> VerifyReply:
+    def verify_within(self: RemoteVerifier, call: VerifyCall, timeout_s: float) -> VerifyReply:
         with lock:
             if next(calls) == after_calls:
                 os.kill(os.getpid(), sig)
-        return original(self, call)
+        return original(self, call, timeout_s)
 
-    monkeypatch.setattr(RemoteVerifier, "verify", verify)
+    monkeypatch.setattr(RemoteVerifier, "verify_within", verify_within)
 
 
 @pytest.mark.parametrize(

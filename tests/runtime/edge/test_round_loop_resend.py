@@ -95,3 +95,37 @@ def test_resends_are_bounded_by_the_progress_time_alone_and_the_session_is_close
     )
     assert len(verifier.calls) == 5  # ending at 1.25, 2.25, 3.25, 4.25 and 5.25 s
     assert verifier.closed == ["s"]  # the server holds it, busy: its KV freed now
+
+
+class BoundedAlwaysLate(Verifier):
+    """A verifier that can wait less than its request timeout (``verify_within``, as the
+    gRPC client): every call outlives the time it is given, at most ``REQUEST_S``."""
+
+    REQUEST_S = 2.0
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__(clock)
+        self.waits: list[float] = []
+
+    def verify(self, call: VerifyCall) -> VerifyReply:
+        return self.verify_within(call, self.REQUEST_S)
+
+    def verify_within(self, call: VerifyCall, timeout_s: float) -> VerifyReply:
+        self.calls.append(call)
+        self.waits.append(timeout_s)
+        self.clock.t += min(timeout_s, self.REQUEST_S)
+        raise RequestError(ErrorCode.UNAVAILABLE, DEADLINE_EXCEEDED)
+
+
+def test_no_sending_waits_past_the_progress_time() -> None:
+    """Each sending waits what is left of the budget, at most a request timeout: the last
+    one 0.75 s, and the generation gives up at 5 s, not at 6.25 s (a whole request timeout
+    after the last check, as the calls past their deadline used to wait)."""
+    clock = Clock()
+    verifier = BoundedAlwaysLate(clock)
+    budget = ProgressBudget(timeout_s=5.0)
+    with pytest.raises(NoProgress, match="gave up after 5 s"):
+        run_loop(verifier, clock, options=dataclasses.replace(OPTIONS, progress=budget))
+    assert verifier.waits == [4.75, 2.75, 0.75]  # drafted by 0.25 s; then at 2.25, 4.25 s
+    assert clock.t == 5.0
+    assert verifier.closed == ["s"]

@@ -7,6 +7,7 @@ end of stream (it might have half-closed: :mod:`.test_half_close`)."""
 
 from __future__ import annotations
 
+import math
 import re
 import time
 import urllib.request
@@ -47,7 +48,10 @@ class StoppingVerifier:
         self._server = server
 
     def verify(self, call: VerifyCall) -> VerifyReply:
-        reply = self._inner.verify(call)
+        return self.verify_within(call, math.inf)
+
+    def verify_within(self, call: VerifyCall, timeout_s: float) -> VerifyReply:
+        reply = self._inner.verify_within(call, timeout_s)
         self._server.stop(grace_s=0)  # idempotent
         return reply
 

@@ -211,10 +211,10 @@ class LostAfterARound(Counting):
         self._check()
         return super().open_within(*args, **kwargs)
 
-    def verify(self, call: Any) -> Any:
+    def verify_within(self, call: Any, timeout_s: float) -> Any:  # verify's too
         self._check()
         self.lost = True
-        return super().verify(call)
+        return super().verify_within(call, timeout_s)
 
     def stats(self, timeout_s: float | None = None) -> Any:
         self._check()
