@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -47,6 +46,7 @@ from edgespec.calibration.checks import (
     check_profiles,
 )
 from edgespec.calibration.comparison import compare
+from edgespec.calibration.folder import calibration_folder, check_resume
 from edgespec.calibration.fresh_profile import profile_scenario
 from edgespec.calibration.runs import (
     DrafterProcessError,
@@ -59,7 +59,7 @@ from edgespec.calibration.runs import (
 from edgespec.calibration.stops import PROFILING, RUNNING, SIMULATING, CalibrationSteps
 from edgespec.errors import check_fits_context
 from edgespec.learn.traces.pair import check_pair_vocab
-from edgespec.output_paths import claim_folder, writable_output_folder, write_text_atomically
+from edgespec.output_paths import writable_output_folder, write_text_atomically
 from edgespec.profiling.files import profile_files
 from edgespec.profiling.quality import MIN_PROFILE_R2
 
@@ -99,6 +99,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out", type=writable_output_folder, default=None,
         help="output directory (default runs/calibration-<time>)",
+    )  # fmt: skip
+    p.add_argument(
+        "--resume", action="store_true",
+        help="go on with the partial profile a calibration stopped while profiling kept in "
+        "--out (its configurations already measured are not measured again)",
     )  # fmt: skip
     p.add_argument(
         "--overwrite", action="store_true",
@@ -174,23 +179,6 @@ def _prompts(
     return [flat[i :: args.clients] for i in range(args.clients)]
 
 
-RUN_FILES = (*(path.name for path in profile_files(Path("profile.yaml")).finished),
-             "trace.jsonl", "comparison.md")  # fmt: skip
-"""What a calibration writes into its folder (``write_profiles``' files for profile.yaml,
-the real run's trace, the comparison)."""
-
-
-def calibration_folder(args: argparse.Namespace, remove: bool = True) -> Path:
-    """``--out`` holding no earlier calibration (or ``--overwrite``: its files removed but
-    for the ``--profile`` given and its siblings, :func:`profile_files`: its draft's, its
-    report; ``remove=False``: only checked), else a new ``runs/calibration-<time>``."""
-    keep: tuple[Path, ...] = ()
-    if args.profile is not None:
-        keep = profile_files(Path(args.profile)).finished
-    default = Path("runs") / f"calibration-{time.strftime('%Y%m%d-%H%M%S')}"
-    return claim_folder(args.out, default, RUN_FILES, args.overwrite, keep, remove)
-
-
 def run(args: argparse.Namespace) -> int:
     """Refuse what cannot run before anything loads (and the folder is made), then profile
     (unless ``--profile``), measure the link, run for real, simulate and compare; stopped
@@ -199,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.runtime.commands.signals import Terminated
 
     check_counts(args)
+    check_resume(args)
     check_pair_names(args)
     given = check_profiles(args)
     steps = CalibrationSteps(calibration_folder(args, remove=False), profiled=given is None)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from edgespec.calibration.folder import PARTIAL
+from edgespec.errors import UserInputError
 from edgespec.profiling.quality import MIN_PROFILE_R2
 from edgespec.sweeps.progress import LINE_GAP_S
 
@@ -91,6 +93,22 @@ class DraftCellLines:
         print(line, file=self.stream, flush=True)
 
 
+def _resumed(args: argparse.Namespace, partial: Path, setup: Any, num_configs: int) -> Any:
+    """With ``--resume``, the partial profile's measurements (said on stderr), refused when
+    another calibration's settings wrote it; else ``None``."""
+    if not args.resume:
+        return None
+    from edgespec.profiling.checkpoint import CheckpointError, load_checkpoint
+
+    try:
+        resume = load_checkpoint(partial, setup, "--overwrite in place of --resume")
+    except CheckpointError as exc:
+        raise UserInputError(f"--resume: {exc}") from None
+    done = len(resume.samples)
+    print(f"resuming: {done} of {num_configs} configurations already measured", file=sys.stderr)
+    return resume
+
+
 def profile_scenario(
     args: argparse.Namespace,
     out: Path,
@@ -105,6 +123,7 @@ def profile_scenario(
     profile are fitted on those calls there (:mod:`edgespec.profiling.draft_batch`), its
     progress on stderr (:class:`DraftCellLines`). The files say ``edgespec calibrate``
     measured them."""
+    from edgespec.profiling.checkpoint import CheckpointWriter, setup_of
     from edgespec.profiling.checks import DRAFT_BATCHES
     from edgespec.profiling.draft_batch import batch_cells
     from edgespec.profiling.measure import design_grid
@@ -122,14 +141,23 @@ def profile_scenario(
         file=sys.stderr,
         flush=True,
     )
-    result = profile_pair(
-        t_name, t_model, backend, spec, (d_name, make_draft, d_model),
-        draft_contexts=contexts, gamma=args.gamma, num_bootstrap=200,
-        on_config=lambda i: _progress(i, num_configs), draft_batches=DRAFT_BATCHES,
-        on_draft_cell=cells,
-    )  # fmt: skip
+    setup = setup_of(t_name, spec, args.threads)
+    resume = _resumed(args, out / PARTIAL, setup, num_configs)
+    with CheckpointWriter(out / PARTIAL, setup, append=resume is not None) as writer:
+
+        def on_draft_cell(cell: tuple[int, int], found: Any) -> None:
+            writer.add_draft((d_name, args.gamma, *cell), found)
+            cells(cell, found)
+
+        result = profile_pair(
+            t_name, t_model, backend, spec, (d_name, make_draft, d_model),
+            draft_contexts=contexts, gamma=args.gamma, num_bootstrap=200,
+            on_config=lambda i: _progress(i, num_configs), resume=resume,
+            on_measured=writer.add, draft_batches=DRAFT_BATCHES, on_draft_cell=on_draft_cell,
+        )  # fmt: skip
     command = "edgespec calibrate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
     paths = write_profiles(result, out / "profile.yaml", command, "edgespec calibrate")
+    (out / PARTIAL).unlink()  # the report holds every sample
     fit = result.wisp.test
     summary = profile_summary(fit.r2, fit.mape_pct, paths[0])
     print(summary, flush=True)

@@ -2,16 +2,18 @@
 (:mod:`edgespec.calibration.command`): a drafter process that failed in the real run, or
 Ctrl-C / SIGTERM at any step.
 
-A calibration keeps no partial profile (its fresh profile is written whole once measured
-and fitted, and has no checkpoint to resume), so what its folder holds follows from the
-step it was at: nothing before the fresh profile is written; then that profile (which a
-rerun may read with ``--profile``); then the real run's ``trace.jsonl`` too; the
-comparison last."""
+What its folder holds follows from the step it was at: nothing while loading; while
+profiling, the partial profile (:data:`~edgespec.calibration.folder.PARTIAL`: each
+configuration measured so far, which a rerun with ``--resume`` goes on with; removed when
+it holds none); then the fresh profile (which a rerun may read with ``--profile``); then the
+real run's ``trace.jsonl`` too; the comparison last."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from edgespec.calibration.folder import PARTIAL, num_measured
 
 LOADING, PROFILING, RUNNING, SIMULATING = "loading", "profiling", "running", "simulating"
 """A calibration's steps, in order: loading the pair and prompts (its folder not made yet),
@@ -32,8 +34,12 @@ class CalibrationSteps:
     removed_out: bool = False
 
     def remove_unused_out(self) -> None:
-        """At a stop: remove ``out`` if this run made it and nothing was written to it (a
-        stop while profiling), so no empty ``runs/calibration-<time>`` stays behind."""
+        """At a stop: remove a partial profile that holds no configuration, then ``out`` if
+        this run made it and nothing was written to it (a stop while profiling), so no
+        empty ``runs/calibration-<time>`` stays behind."""
+        partial = self.out / PARTIAL
+        if self.step == PROFILING and partial.is_file() and not num_measured(partial):
+            partial.unlink()
         if self.made_out and self.out.is_dir() and not any(self.out.iterdir()):
             self.out.rmdir()
             self.removed_out = True
@@ -66,7 +72,11 @@ class CalibrationSteps:
         if self.step == LOADING:
             return again
         if self.step == PROFILING:
-            nothing = "(a calibration keeps no partial profile)"
+            measured = num_measured(out / PARTIAL)
+            if measured:
+                return (f"{out} keeps the {measured} configurations measured so far "
+                        f"({PARTIAL}); rerun with --out {out} --resume to go on")  # fmt: skip
+            nothing = "(nothing was measured yet)"
             if self.removed_out:
                 return f"nothing of this run is kept {nothing}, {out} removed; {again}"
             return f"{out} holds nothing of this run {nothing}; {again}"

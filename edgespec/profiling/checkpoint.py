@@ -185,11 +185,13 @@ def _num_configs(setup: dict[str, Any]) -> int:
     return len(design_grid(GridSpec(**grid)))
 
 
-def load_checkpoint(path: Path, setup: dict[str, Any]) -> Checkpoint:
+def load_checkpoint(
+    path: Path, setup: dict[str, Any], start_over: str = "with --fresh"
+) -> Checkpoint:
     """Read ``path``; raises :class:`CheckpointError` when it was written for another setup
-    or a line (other than a cut-off last one) is malformed: not JSON, a configuration
-    index outside the grid or twice, an entry that is not two integers, a ``time_s`` that
-    is not a finite number >= 0."""
+    (the message says to run ``start_over`` to start over) or a line (other than a cut-off
+    last one) is malformed: not JSON, a configuration index outside the grid or twice, an
+    entry that is not two integers, a ``time_s`` that is not a finite number >= 0."""
     text = path.read_text()
     lines = text.splitlines()
     try:
@@ -209,7 +211,7 @@ def load_checkpoint(path: Path, setup: dict[str, Any]) -> Checkpoint:
     if diff:
         raise CheckpointError(
             f"{path} was written by a profile with other settings: {'; '.join(diff)}. "
-            "Run with the same settings, or with --fresh to start over"
+            f"Run with the same settings, or {start_over} to start over"
         )
     num_configs = _num_configs(setup)
     samples: dict[int, tuple[Sample, ...]] = {}

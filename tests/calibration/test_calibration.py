@@ -109,7 +109,7 @@ def test_an_out_holding_an_earlier_calibration_is_refused_and_a_given_profile_ke
     """The default folder was one fixed runs/calibration: each run wrote over the last."""
     import argparse
 
-    from edgespec.calibration.command import calibration_folder
+    from edgespec.calibration.folder import calibration_folder
 
     for name in ("profile.yaml", "profile-draft.yaml", "trace.jsonl", "comparison.md"):
         (tmp_path / name).write_text("earlier")
@@ -118,7 +118,9 @@ def test_an_out_holding_an_earlier_calibration_is_refused_and_a_given_profile_ke
         f"edgespec calibrate: --out {tmp_path} already holds a run (comparison.md, "
         "profile-draft.yaml, profile.yaml, trace.jsonl); give another folder, or --overwrite"
     )
-    args = argparse.Namespace(out=tmp_path, overwrite=True, profile=str(tmp_path / "profile.yaml"))
+    args = argparse.Namespace(
+        out=tmp_path, overwrite=True, resume=False, profile=str(tmp_path / "profile.yaml")
+    )
     assert calibration_folder(args) == tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["profile-draft.yaml", "profile.yaml"]
 

@@ -56,8 +56,8 @@ def test_stopped_while_profiling(
     out = tmp_path / "cal"
     assert _calibrate(out, capsys) == (130, [
         "edgespec calibrate: interrupted while profiling the pair: nothing of this run is "
-        f"kept (a calibration keeps no partial profile), {out} removed; run the same command "
-        "to start again",
+        f"kept (nothing was measured yet), {out} removed; run the same command to start "
+        "again",
         INTERRUPTED,
     ])  # fmt: skip
     assert not out.exists()
@@ -65,8 +65,7 @@ def test_stopped_while_profiling(
     out.mkdir()
     assert _calibrate(out, capsys) == (130, [
         f"edgespec calibrate: interrupted while profiling the pair: {out} holds nothing of "
-        "this run (a calibration keeps no partial profile); run the same command to start "
-        "again",
+        "this run (nothing was measured yet); run the same command to start again",
         INTERRUPTED,
     ])  # fmt: skip
     assert list(out.iterdir()) == []

@@ -26,7 +26,9 @@ def test_a_fresh_profile_times_the_draft_batched_as_edgespec_profile_does(
         return fit
 
     monkeypatch.setattr("edgespec.profiling.run.profile_pair", profile_pair)
-    args = argparse.Namespace(max_new_tokens=48, gamma=4, clients=4, warmup=0, runs=1)
+    args = argparse.Namespace(
+        max_new_tokens=48, gamma=4, clients=4, warmup=0, runs=1, threads=1, resume=False
+    )
     prompts: list[list[tuple[int, ...]]] = [[tuple(range(32))]] * 4
     profile_scenario(args, tmp_path, ("t", None, None), ("d", None, None), prompts)
     assert [kwargs.get("draft_batches") for kwargs in asked] == [(1, 2, 4, 8)]

@@ -72,7 +72,9 @@ def test_the_draft_batched_timing_says_its_progress_on_stderr(
     torch.set_num_threads(1)
     target = tiny_llama(0, num_layers=2)
     draft = layer_truncated_copy(target, 1)
-    args = argparse.Namespace(max_new_tokens=4, gamma=2, clients=1, warmup=0, runs=1)
+    args = argparse.Namespace(
+        max_new_tokens=4, gamma=2, clients=1, warmup=0, runs=1, threads=1, resume=False
+    )
     prompts: list[list[tuple[int, ...]]] = [[tuple(range(1, 9))]]
     profile_scenario(args, tmp_path, ("tiny", target, TransformersTarget(target)),
                      ("tiny-draft", partial(TransformersDraft, draft), draft), prompts)  # fmt: skip

@@ -64,7 +64,9 @@ def _profile(fit: ProfileResult, out: Path, monkeypatch: pytest.MonkeyPatch) -> 
     """``profile_scenario`` with ``fit`` as what was measured and fitted: the real files
     are written to ``out``."""
     monkeypatch.setattr("edgespec.profiling.run.profile_pair", lambda *a, **k: fit)
-    args = argparse.Namespace(max_new_tokens=48, gamma=4, clients=4, warmup=0, runs=1)
+    args = argparse.Namespace(
+        max_new_tokens=48, gamma=4, clients=4, warmup=0, runs=1, threads=1, resume=False
+    )
     prompts: list[list[tuple[int, ...]]] = [[tuple(range(32))]] * 4
     return profile_scenario(args, out, ("t", None, None), ("d", None, None), prompts)
 
