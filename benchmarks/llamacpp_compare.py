@@ -148,7 +148,8 @@ def compare(
 
 def profile_llamacpp(backend: TargetBackend) -> dict[str, Any]:
     """WISP Eq. 19 fitted on ``backend`` (reduced App. C grid), held-out metrics."""
-    from edgespec.profiling.measure import GridSpec, design_grid, measure_grid
+    from edgespec.profiling.grid import GridSpec, design_grid
+    from edgespec.profiling.measure import measure_grid
     from edgespec.profiling.run import median_runs
 
     spec = GridSpec(

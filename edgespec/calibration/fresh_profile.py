@@ -24,7 +24,7 @@ from edgespec.sweeps.progress import LINE_GAP_S
 def scenario_grid(prompt_tokens: int, max_new_tokens: int, gamma: int, clients: int) -> Any:
     """A profiling grid covering the scenario's shapes: cold starts of 1..clients prompts,
     follow-ups of 1..γ+1 new tokens over the prompt plus half / all of the output."""
-    from edgespec.profiling.measure import GridSpec
+    from edgespec.profiling.grid import GridSpec
 
     p, g = prompt_tokens, gamma
     return GridSpec(
@@ -126,7 +126,7 @@ def profile_scenario(
     from edgespec.profiling.checkpoint import CheckpointWriter, setup_of
     from edgespec.profiling.checks import DRAFT_BATCHES
     from edgespec.profiling.draft_batch import batch_cells
-    from edgespec.profiling.measure import design_grid
+    from edgespec.profiling.grid import design_grid
     from edgespec.profiling.run import profile_pair, write_profiles
 
     (t_name, t_model, backend), (d_name, make_draft, d_model) = target, draft

@@ -4,7 +4,8 @@ cost models fitted to it and written as the simulator's profiles (docs/PROFILE.m
 * :mod:`.command` — the flags and the run: load, measure with a checkpoint, write, print;
 * :mod:`.checks` — the refusals before anything loads or is measured;
 * :mod:`.files` — the names of one profile's files (the one place they are made);
-* :mod:`.measure` — the grid of batch configurations, timed through the runtime's engine;
+* :mod:`.grid` — the grid of batch configurations (WISP App. C), laid out without a model;
+* :mod:`.measure` — the grid's configurations timed through the runtime's engine;
 * :mod:`.draft` — the drafter's propose calls timed, and its FLOPs;
 * :mod:`.draft_batch` — the drafter timed batched over b sessions, as the drafting server runs it;
 * :mod:`.fit` — least-squares fits of Eq. 19 and Eq. 17, held-out metrics, intervals;

@@ -39,7 +39,8 @@ from edgespec.profiling.draft_checkpoint import (
     read_draft_record,
 )
 from edgespec.profiling.files import profile_files
-from edgespec.profiling.measure import GridSpec, Sample, design_grid
+from edgespec.profiling.grid import GridSpec, design_grid
+from edgespec.profiling.measure import Sample
 
 FORMAT = "edgespec-profile-checkpoint"
 VERSION = 1

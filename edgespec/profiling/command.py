@@ -123,7 +123,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def grid_spec(args: argparse.Namespace) -> Any:
     from dataclasses import replace
 
-    from edgespec.profiling.measure import QUICK_GRID, GridSpec
+    from edgespec.profiling.grid import QUICK_GRID, GridSpec
 
     spec = QUICK_GRID if args.quick else GridSpec()
     if args.scale != 1.0:
@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from edgespec.profiling.checkpoint import CheckpointError, checkpoint_path
-    from edgespec.profiling.measure import design_grid
+    from edgespec.profiling.grid import design_grid
     from edgespec.profiling.run import write_profiles
     from edgespec.profiling.summary import print_summary
 
@@ -250,7 +250,7 @@ def _measure(
 
     from edgespec.profiling.checkpoint import CheckpointWriter, checkpoint_path, setup_of
     from edgespec.profiling.draft_batch import batch_cells
-    from edgespec.profiling.measure import design_grid
+    from edgespec.profiling.grid import design_grid
     from edgespec.profiling.run import DRAFT_CONTEXTS, profile_pair
     from edgespec.runtime.backends.mask_check_cache import checked_target
     from edgespec.runtime.commands.signals import Terminated

@@ -22,7 +22,8 @@ from edgespec.profiling.fit import (
     split_indices,
     wisp_design,
 )
-from edgespec.profiling.measure import GridConfig, Sample
+from edgespec.profiling.grid import GridConfig
+from edgespec.profiling.measure import Sample
 
 
 @dataclass(frozen=True, slots=True)

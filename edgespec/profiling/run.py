@@ -38,7 +38,8 @@ from edgespec.profiling.draft_batch import Cell, batch_cells, measure_batched
 from edgespec.profiling.draft_checkpoint import DraftKey
 from edgespec.profiling.files import profile_files
 from edgespec.profiling.fit import LinearFit
-from edgespec.profiling.measure import GridConfig, GridSpec, Sample, design_grid, measure_grid
+from edgespec.profiling.grid import GridConfig, GridSpec, design_grid
+from edgespec.profiling.measure import Sample, measure_grid
 from edgespec.profiling.pair_fit import (
     DraftProfile,
     fit_draft,

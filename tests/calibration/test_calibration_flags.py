@@ -10,7 +10,7 @@ import pytest
 from edgespec.calibration.comparison import Comparison, RunSummary
 from edgespec.calibration.fresh_profile import scenario_grid
 from edgespec.cli import main
-from edgespec.profiling.measure import design_grid
+from edgespec.profiling.grid import design_grid
 
 
 @pytest.mark.parametrize(

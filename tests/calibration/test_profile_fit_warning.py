@@ -24,7 +24,8 @@ from edgespec.calibration.fresh_profile import (
 from edgespec.hardware.cost_models import ModelArchitecture
 from edgespec.policies.estimator import BatchShape
 from edgespec.profiling.draft import DraftSample
-from edgespec.profiling.measure import Sample, design_grid
+from edgespec.profiling.grid import design_grid
+from edgespec.profiling.measure import Sample
 from edgespec.profiling.run import ProfileResult, fit_draft, fit_target
 
 WARNING = (

@@ -20,7 +20,8 @@ from edgespec.profiling.checkpoint import (
 )
 from edgespec.profiling.command import add_arguments
 from edgespec.profiling.command import run as run_command
-from edgespec.profiling.measure import GridSpec, Sample, design_grid, measure_grid
+from edgespec.profiling.grid import GridSpec, design_grid
+from edgespec.profiling.measure import Sample, measure_grid
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.commands.signals import Terminated
 from edgespec.runtime.testing import tiny_llama

@@ -24,7 +24,7 @@ from edgespec.profiling.checkpoint import (
 )
 from edgespec.profiling.command import grid_spec
 from edgespec.profiling.command import run as run_command
-from edgespec.profiling.measure import GridSpec
+from edgespec.profiling.grid import GridSpec
 from tests.profiling.test_checkpoint import SMALL, _args
 
 OTHER = (

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from edgespec.profiling.checkpoint import CheckpointError, CheckpointWriter, load_checkpoint
-from edgespec.profiling.measure import design_grid
+from edgespec.profiling.grid import design_grid
 from tests.profiling.test_checkpoint import SETUP, SMALL, _samples
 
 

@@ -12,7 +12,8 @@ from edgespec.profiling import measure
 from edgespec.profiling.checkpoint import setup_of
 from edgespec.profiling.checks import check_args
 from edgespec.profiling.command import add_arguments, grid_spec
-from edgespec.profiling.measure import GridSpec, PromptSource, measure_batch
+from edgespec.profiling.grid import GridSpec
+from edgespec.profiling.measure import PromptSource, measure_batch
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.testing import tiny_llama

@@ -20,7 +20,8 @@ from edgespec.policies.drafting_server.planner import PipelinePlan
 from edgespec.policies.estimator import BatchShape
 from edgespec.profiling.draft import DraftSample, pass_shapes
 from edgespec.profiling.draft_batch import batch_cells, measure_batched
-from edgespec.profiling.measure import QUICK_GRID, Sample, design_grid
+from edgespec.profiling.grid import QUICK_GRID, design_grid
+from edgespec.profiling.measure import Sample
 from edgespec.profiling.pair_fit import fit_draft, fit_target, fit_target_zhu
 from edgespec.profiling.run import ProfileResult, write_profiles
 from edgespec.runtime.testing import layer_truncated_copy, tiny_llama

@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from edgespec.profiling.measure import (
-    GridSpec,
-    PromptSource,
-    cold_draft_tokens,
-    design_grid,
-    logit_rows,
-)
+from edgespec.profiling.grid import GridSpec, design_grid
+from edgespec.profiling.measure import PromptSource, cold_draft_tokens, logit_rows
 
 NO_RANDOM = {"num_random": 0, "num_mixed": 0, "num_test": 0}
 

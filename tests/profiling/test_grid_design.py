@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from edgespec.profiling.measure import GridSpec, PromptSource, design_grid
+from edgespec.profiling.grid import GridSpec, design_grid
+from edgespec.profiling.measure import PromptSource
 
 
 def test_default_grid_follows_wisp_appendix_c() -> None:

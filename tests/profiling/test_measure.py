@@ -17,7 +17,8 @@ from edgespec.hardware.cost_models import WispCost, ZhuCost, load_profile
 from edgespec.policies.estimator import BatchShape
 from edgespec.profiling.draft import measure_drafter, pass_shapes, per_token_s
 from edgespec.profiling.fit import wisp_coefficients
-from edgespec.profiling.measure import GridSpec, design_grid, measure_grid
+from edgespec.profiling.grid import GridSpec, design_grid
+from edgespec.profiling.measure import measure_grid
 from edgespec.profiling.run import profile_pair, write_profiles
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
 from edgespec.runtime.backends.transformers_backend import TransformersTarget

@@ -20,7 +20,8 @@ from edgespec.hardware.drafting_server import model_dims
 from edgespec.policies.drafting_server.costs import ModelDims
 from edgespec.policies.estimator import BatchShape
 from edgespec.profiling.draft import DraftSample, pass_shapes
-from edgespec.profiling.measure import QUICK_GRID, GridConfig, Sample, design_grid
+from edgespec.profiling.grid import QUICK_GRID, GridConfig, design_grid
+from edgespec.profiling.measure import Sample
 from edgespec.profiling.pair_fit import DraftProfile, fit_draft, fit_target, fit_target_zhu
 from edgespec.profiling.run import ProfileResult, write_profiles
 from edgespec.profiling.summary import print_summary

@@ -19,7 +19,8 @@ from edgespec.profiling.checks import check_args
 from edgespec.profiling.command import add_arguments, grid_spec
 from edgespec.profiling.draft import DraftSample
 from edgespec.profiling.fit import metrics
-from edgespec.profiling.measure import QUICK_GRID, Sample, design_grid
+from edgespec.profiling.grid import QUICK_GRID, design_grid
+from edgespec.profiling.measure import Sample
 from edgespec.profiling.quality import MIN_PROFILE_R2, poor_fit_warning
 from edgespec.profiling.run import ProfileResult, fit_draft, fit_target, write_profiles
 
