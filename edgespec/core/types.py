@@ -110,6 +110,8 @@ class VerifyResult:
 class PendingVerification:
     """What a batching policy sees of one queued verification request.
 
+    ``client_id``: whose request it is (a real server with auth on names the token, hashed:
+    a token's sessions are one client whatever ``client_id`` each claims).
     ``num_new_tokens`` is the number of positions the target must forward for this
     entry: the draft tokens plus any uncached prefix (a cold start forwards the whole
     prefix). ``num_cached_tokens`` is the prefix already in the server's KV cache.

@@ -160,7 +160,7 @@ class Admission:
         return PendingVerification(
             entry_id=entry_id,
             session_id=call.session_id,
-            client_id=spec.client_id,
+            client_id=self.clients.label(spec),
             enqueued_s=now_s,
             num_draft_tokens=len(call.draft_token_ids),
             num_new_tokens=num_new,

@@ -4,8 +4,9 @@ the same ``batch_id`` and their count ``batch_calls``
 its queue but out of the batching policy's view until ``batch_calls`` calls of the group
 have come, or ``group_wait_s`` has passed since the first did; then all of them are shown
 at once, so one forward pass can take them all (Zhu et al.'s drafting server prices one
-verification pass per batch). A group is one client's (its ``client_id``): another
-client's calls never wait for it."""
+verification pass per batch). A group is one client's (its ``client_id``, with auth on
+its token: :meth:`~edgespec.runtime.server.clients.ClientBook.label`): another client's
+calls never wait for it, nor join it."""
 
 from __future__ import annotations
 

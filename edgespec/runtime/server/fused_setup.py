@@ -6,7 +6,6 @@ its rounds run (:func:`fused_draft_factory`), the checks of a request and a fres
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend, hi
 from edgespec.runtime.edge.rounds import decide, pair_state, restore_pair_state
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import DRAFT_HIDDEN, FusedCall, SessionSpec
-from edgespec.runtime.server.clients import ClientBook
+from edgespec.runtime.server.clients import ClientBook, token_label
 from edgespec.runtime.server.cloud_only import NEEDS_DRAFT
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.engine import VerificationEngine
@@ -156,10 +155,7 @@ def fused_pair(client_id: str, owner: str | None) -> str:
     keys), so a client cannot reach another token's state by naming its ``client_id``.
     Without auth a ``client_id`` proves nothing, as for the quotas
     (:mod:`edgespec.runtime.server.clients`)."""
-    if owner is None:
-        return client_id
-    digest = hashlib.sha256(owner.encode()).hexdigest()[:16]
-    return f"{client_id} (token {digest})"
+    return client_id if owner is None else f"{client_id} ({token_label(owner)})"
 
 
 def _check_semantic_drafter(

@@ -213,3 +213,32 @@ def test_group_wait_s_is_a_finite_number_at_least_0() -> None:
         assert str(info.value) == (
             f"config field 'group_wait_s': must be a finite number >= 0, got {bad}"
         )
+
+
+def test_another_token_naming_a_groups_client_id_and_batch_id_stays_out_of_it(
+    target: TransformersTarget,
+) -> None:
+    """With auth on, a group is its token's: token B's call naming A's ``client_id`` and
+    ``batch_id`` with another count made A's calls ``INVALID_ARGUMENT`` (or joined A's
+    group, so that A's group left a call behind). Now A's two calls are one pass, B's
+    call a group of its own, released after ``group_wait_s``."""
+
+    async def scenario() -> tuple[list[list[int]], list[Any]]:
+        service, backend, _ = make_service(target, group_wait_s=0.3)
+        for sid, owner in (("a1", "alpha"), ("a2", "alpha"), ("b1", "beta")):
+            service.open_session(SessionSpec(sid, "x", PROMPT, GREEDY), owner)
+        await service.start()
+
+        def grouped(sid: str, owner: str, num_calls: int) -> Any:
+            call = VerifyCall(sid, len(PROMPT), (1, 2), batch_id="g", batch_calls=num_calls)
+            return asyncio.ensure_future(service.verify(call, owner))
+
+        intruder = grouped("b1", "beta", 3)
+        await _spin()
+        replies = await settle([grouped("a1", "alpha", 2), grouped("a2", "alpha", 2), intruder])
+        await service.stop()
+        return backend.passes, replies
+
+    passes, replies = asyncio.run(scenario())
+    assert [r.batch_size if isinstance(r, VerifyReply) else r for r in replies] == [2, 2, 1]
+    assert passes == [[len(PROMPT) + 2] * 2, [len(PROMPT) + 2]]

@@ -99,3 +99,19 @@ def test_slo_classes_are_checked_only_when_configured() -> None:
         _spec("s", slo_class="silver"),
         None,
     )
+
+
+def test_a_policy_sees_a_tokens_sessions_as_one_client_and_no_secret() -> None:
+    """Without auth the ``client_id``; with auth the token, hashed, whatever ``client_id``
+    each of its sessions claims (decodes-first's prefill turns, batch groups)."""
+    book = ClientBook(ServerConfig())
+    book.opened(_spec("n1", "alice"), None)
+    book.opened(_spec("a1", "alice"), "alpha-secret")
+    book.opened(_spec("a2", "mallory"), "alpha-secret")
+    book.opened(_spec("b1", "alice"), "beta-secret")
+    label = {sid: book.label(_spec(sid, "claimed")) for sid in ("n1", "a1", "a2", "b1")}
+    assert label["n1"] == "alice"
+    assert label["a1"] == label["a2"] == "token 3f8ad42d6dc52445"  # the token's SHA-256
+    assert label["b1"] not in (label["a1"], "alice")
+    book.forget("a1")  # a session the book does not know: its client_id
+    assert book.label(_spec("a1", "claimed")) == "claimed"
