@@ -1,6 +1,7 @@
 """Long prompts beside short rounds: the server's prefill in parts
 (``prefill_part_tokens``, docs/DEPLOY.md) against one pass, and the batching policy that
-orders the parts (``fcfs``, ``decodes-first``), side by side.
+orders the parts (``fcfs``, ``decodes-first``, one parameter set as
+``decodes-first:max_prefill_tokens=1024``), side by side.
 
 Fixed work on Gemma 3 270M (``TransformersTarget``, the exact numerics, one torch thread):
 ``--short`` greedy sessions on GSM8K test prompts decode ``--max-new-tokens`` each with
@@ -80,7 +81,8 @@ async def _one_run(
     settings = {"prefill_part_tokens": parts, "max_batch_tokens": args.max_batch_tokens}
     config = from_dict(ServerConfig, settings)
     engine = VerificationEngine(target, prefill_part_tokens=parts)
-    service = VerificationService(engine, config, build_policy("batching", batching))
+    name, params = _policy_spec(batching)
+    service = VerificationService(engine, config, build_policy("batching", name, params))
     await service.start()
     run = _Run()
     try:
@@ -167,6 +169,16 @@ def measure(args: Any) -> dict[str, Any]:
     }
 
 
+def _policy_spec(batching: str) -> tuple[str, dict[str, Any]]:
+    """``NAME`` or ``NAME:PARAM=VALUE`` (a JSON value, e.g.
+    ``decodes-first:max_prefill_tokens=1024``) as the policy's name and parameters."""
+    name, _, setting = batching.partition(":")
+    if not setting:
+        return name, {}
+    param, _, value = setting.partition("=")
+    return name, {param: json.loads(value)}
+
+
 def _key(parts: int | None, batching: str) -> str:
     """A setting's name in the JSON: ``"512"`` under FCFS, ``"512 decodes-first"``."""
     return str(parts) if batching == "fcfs" else f"{parts} {batching}"
@@ -179,7 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=2, help="alternations (default 2)")
     parser.add_argument("--short", type=int, default=3, help="short sessions (default 3)")
     parser.add_argument("--max-new-tokens", type=int, default=64, help="per short session")
-    parser.add_argument("--batching", default="fcfs", help="batching policies (default fcfs)")
+    parser.add_argument(
+        "--batching", default="fcfs",
+        help="batching policies, each NAME or NAME:PARAM=VALUE (default fcfs)",
+    )  # fmt: skip
     parser.add_argument("--long", type=int, default=1, help="long prompts at once (default 1)")
     parser.add_argument("--long-tokens", type=int, default=1536, help="each long prompt's length")
     parser.add_argument("--max-batch-tokens", type=int, default=4096, help="a batch's tokens")

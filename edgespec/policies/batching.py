@@ -83,16 +83,29 @@ class DecodesFirstBatching:
     session already decoding waits until they are done; here each batch carries the
     decoding rounds, and the oldest entry still goes first, so a prefill is never passed
     over for good.
+
+    ``max_prefill_tokens`` (``None``: no budget but the batch's): the most tokens the
+    prefills after the oldest entry may forward in one batch, counting the oldest entry's
+    own when it is a prefill (vLLM's chunked-prefill budget): the prefills that do not fit
+    wait, so a pass carrying the decoding rounds stays short, at the cost of the prompts'
+    first tokens.
     """
 
     max_decode_uncached_tokens: int = 16
     prefills_in_turn: bool = True
+    max_prefill_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_decode_uncached_tokens < 0:
             raise PolicyParamError(
                 "max_decode_uncached_tokens",
                 f"max_decode_uncached_tokens must be >= 0, got {self.max_decode_uncached_tokens}",
+            )
+        if self.max_prefill_tokens is not None and self.max_prefill_tokens < 1:
+            raise PolicyParamError(
+                "max_prefill_tokens",
+                f"max_prefill_tokens must be >= 1 (or null: no budget), got "
+                f"{self.max_prefill_tokens}",
             )
 
     def select(
@@ -106,8 +119,25 @@ class DecodesFirstBatching:
         prefills = [e for e in ordered if e.num_new_tokens - e.num_draft_tokens > bound]
         if self.prefills_in_turn:  # the head, when a prefill, is its client's first turn
             prefills = _clients_in_turn(prefills)
-        order = [head, *decodes, *(e for e in prefills if e is not head)]
+        rest = [e for e in prefills if e is not head]
+        if self.max_prefill_tokens is not None:
+            spent = head.num_new_tokens if len(rest) < len(prefills) else 0
+            rest = _within_budget(rest, self.max_prefill_tokens - spent)
+        order = [head, *decodes, *rest]
         return BatchPlan(_take_within_limits(order, limits), reason="decodes-first")
+
+
+def _within_budget(
+    entries: list[PendingVerification], budget_tokens: int
+) -> list[PendingVerification]:
+    """The entries, in order, whose new tokens fit what is left of ``budget_tokens`` (one
+    that does not fit is skipped, a smaller one after it may still go)."""
+    kept = []
+    for entry in entries:
+        if entry.num_new_tokens <= budget_tokens:
+            kept.append(entry)
+            budget_tokens -= entry.num_new_tokens
+    return kept
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ def test_every_session_gets_the_targets_greedy_tokens() -> None:
     shorts = [(1, 2, 3, 4, 5), (9, 9, 9)]
     longs = [long, long[::-1]]
     args = argparse.Namespace(max_new_tokens=6, delay_s=0.0, max_batch_tokens=16)
-    for batching in ("fcfs", "decodes-first"):
+    for batching in ("fcfs", "decodes-first", "decodes-first:max_prefill_tokens=12"):
         prompts = {"short": shorts, "long": longs}
         run = asyncio.run(script._one_run(target, prompts, 8, batching, args))
         want = {f"s{i}": list(target_greedy_decode(target, p, 6)) for i, p in enumerate(shorts)}
@@ -45,3 +45,10 @@ def test_the_summary_counts_the_short_rounds_sent_during_the_long_one() -> None:
         "short_wait_median_s": 1.5,
         "short_wait_max_s": 2.0,
     }
+
+
+def test_a_policy_takes_one_parameter_after_its_name() -> None:
+    script = _script()
+    assert script._policy_spec("fcfs") == ("fcfs", {})
+    spec = script._policy_spec("decodes-first:max_prefill_tokens=1024")
+    assert spec == ("decodes-first", {"max_prefill_tokens": 1024})

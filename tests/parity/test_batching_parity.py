@@ -50,6 +50,10 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "fcfs": ("fcfs", {}),
     "lab": ("lab", {"max_length_ratio": 3.0}),
     "decodes-first": ("decodes-first", {"max_decode_uncached_tokens": 4}),  # parts of 16
+    "decodes-first-budget": (
+        "decodes-first",
+        {"max_decode_uncached_tokens": 4, "max_prefill_tokens": 20},  # one part and a prompt
+    ),
     "wisp": ("wisp", TABLE_12),
     "wisp-wc": ("wisp", {**TABLE_12, "work_conserving": True}),  # the named variant
 }

@@ -85,3 +85,30 @@ def test_prefills_go_one_client_at_a_time_in_turn() -> None:
     assert DecodesFirstBatching().select(queue, 1.0, limits).entry_ids == (1, 7, 4, 6, 2)
     in_arrival = DecodesFirstBatching(prefills_in_turn=False)
     assert in_arrival.select(queue, 1.0, limits).entry_ids == (1, 7, 2, 3, 4)
+
+
+def test_a_prefill_budget_keeps_the_pass_short_and_counts_a_prefill_head() -> None:
+    """``max_prefill_tokens`` 1,024: the head's part (512) and one more part go with the
+    decoding rounds; the other parts wait (without it, six more parts went: 3,594 tokens)."""
+    budgeted = DecodesFirstBatching(max_prefill_tokens=1024)
+    limits = BatchLimits(max_batch_tokens=4096)
+    assert budgeted.select([*DECODES, *PARTS], 2.0, limits).entry_ids == (0, 8, 9, 1)
+    decoding_head = entry(20, -1.0, 1)  # the oldest is a decoding round: two parts fit
+    queue = [decoding_head, *DECODES, *PARTS]
+    assert budgeted.select(queue, 2.0, limits).entry_ids == (20, 8, 9, 0, 1)
+
+
+def test_a_prefill_over_what_is_left_of_the_budget_waits_and_a_smaller_one_goes() -> None:
+    small = entry(30, 0.95, 100)  # a short prompt's first round: 104 new tokens
+    budgeted = DecodesFirstBatching(max_prefill_tokens=700, prefills_in_turn=False)
+    queue = [*PARTS[:3], small]
+    assert budgeted.select(queue, 2.0, BatchLimits()).entry_ids == (0, 30)
+
+
+def test_a_prefill_budget_below_one_is_refused_at_its_field() -> None:
+    message = r"max_prefill_tokens must be >= 1 \(or null: no budget\), got 0"
+    with pytest.raises(PolicyConfigError, match=message):
+        build_policy("batching", "decodes-first", {"max_prefill_tokens": 0})
+    assert build_policy("batching", "decodes-first", {"max_prefill_tokens": None}) == (
+        DecodesFirstBatching()
+    )
