@@ -34,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--batching",
-        help=f"batching policy, one of {', '.join(sorted(BATCHING))} (default decodes-first)",
+        help=f"batching policy, one of {', '.join(sorted(BATCHING))} (default decodes-first; "
+        "its parameters: --set batching.params.NAME=VALUE, e.g. max_prefill_tokens=1024)",
     )
     add_wisp_arguments(parser)
     parser.add_argument(
