@@ -124,3 +124,36 @@ def test_a_resume_that_cannot_go_on_is_refused_before_anything_loads(
     argv = ["calibrate", *SIZES, *(flag.format(out=out) for flag in flags)]
     assert main(argv) == 2
     assert capsys.readouterr().err == f"edgespec calibrate: {said.format(out=out)}\n"
+
+
+def test_a_stop_while_timing_the_draft_batched_keeps_its_cells_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every configuration measured and 2 of the draft's batch cells timed: the resumed
+    run measures no configuration and times only the other cells (each cell is kept as it
+    is timed, before its progress line)."""
+    out = tmp_path / "cal"
+    timed: list[tuple[int, int]] = []
+    stop_at = [2]  # the first run stops at its second cell; the rerun never
+    say = fresh_profile.DraftCellLines.__call__
+
+    def cell_line(lines: Any, cell: tuple[int, int], found: object) -> None:
+        timed.append(cell)
+        if len(timed) in stop_at:
+            raise KeyboardInterrupt
+        say(lines, cell, found)
+
+    monkeypatch.setattr(fresh_profile.DraftCellLines, "__call__", cell_line)
+    status, err = _calibrate(out, capsys)
+    assert status == 130
+    measured = len(_measured(out / "profile-samples.jsonl"))
+    assert f"keeps the {measured} configurations measured so far" in err.splitlines()[-2]
+    first, stop_at[:] = list(timed), []
+    timed.clear()
+    _stop_the_real_run(monkeypatch)
+    status, err = _calibrate(out, capsys, "--resume")
+    assert status == 130
+    assert f"resuming: {measured} of {measured} configurations already measured" in err
+    assert "profiled" not in err  # no configuration measured again
+    assert len(first) == 2 and timed and not set(first) & set(timed)
+    assert (out / "profile.yaml").is_file() and not (out / "profile-samples.jsonl").exists()
