@@ -29,14 +29,6 @@ RUN_FILES = (*(path.name for path in _PROFILE.finished), PARTIAL, "trace.jsonl",
 the partial profile while it measures, the real run's trace, the comparison)."""
 
 
-def num_measured(path: Path) -> int:
-    """How many configurations the partial profile at ``path`` holds (0 when there is
-    none)."""
-    if not path.is_file():
-        return 0
-    return sum(1 for line in path.read_text().splitlines() if line.startswith('{"config"'))
-
-
 def check_resume(args: argparse.Namespace) -> None:
     """``--resume`` goes on in the ``--out`` folder of a calibration stopped while
     profiling: it needs ``--out``, and takes neither ``--profile`` (a finished profile, so
@@ -47,13 +39,11 @@ def check_resume(args: argparse.Namespace) -> None:
         raise UserInputError(
             "--resume needs --out: the folder of the calibration stopped while profiling"
         )
-    for flag, given in (("--profile", args.profile is not None), ("--overwrite", args.overwrite)):
-        if given:
-            raise UserInputError(
-                f"--resume goes on with the partial profile in --out; {flag} "
-                + ("reads a finished one" if flag == "--profile" else "would remove it")
-                + ": give one of them"
-            )
+    clash = "--resume goes on with the partial profile in --out"
+    if args.profile is not None:
+        raise UserInputError(f"{clash}; --profile reads a finished one: give one of them")
+    if args.overwrite:
+        raise UserInputError(f"{clash}; --overwrite would remove it: give one of them")
 
 
 def calibration_folder(args: argparse.Namespace, remove: bool = True) -> Path:
@@ -74,6 +64,8 @@ def calibration_folder(args: argparse.Namespace, remove: bool = True) -> Path:
         if args.resume:
             keep = (*keep, partial)
         elif partial.is_file() and not args.overwrite:
+            from edgespec.profiling.checkpoint import num_measured
+
             raise UserInputError(
                 f"--out {args.out} holds the partial profile of a calibration stopped while "
                 f"profiling ({PARTIAL}, {num_measured(partial)} configurations measured): add "

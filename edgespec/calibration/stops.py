@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgespec.calibration.folder import PARTIAL, num_measured
+from edgespec.calibration.folder import PARTIAL
 
 LOADING, PROFILING, RUNNING, SIMULATING = "loading", "profiling", "running", "simulating"
 """A calibration's steps, in order: loading the pair and prompts (its folder not made yet),
@@ -37,6 +37,8 @@ class CalibrationSteps:
         """At a stop: remove a partial profile that holds no configuration, then ``out`` if
         this run made it and nothing was written to it (a stop while profiling), so no
         empty ``runs/calibration-<time>`` stays behind."""
+        from edgespec.profiling.checkpoint import num_measured
+
         partial = self.out / PARTIAL
         if self.step == PROFILING and partial.is_file() and not num_measured(partial):
             partial.unlink()
@@ -72,6 +74,8 @@ class CalibrationSteps:
         if self.step == LOADING:
             return again
         if self.step == PROFILING:
+            from edgespec.profiling.checkpoint import num_measured
+
             measured = num_measured(out / PARTIAL)
             if measured:
                 return (f"{out} keeps the {measured} configurations measured so far "

@@ -51,6 +51,14 @@ def checkpoint_path(out: Path) -> Path:
     return profile_files(out).samples
 
 
+def num_measured(path: Path) -> int:
+    """How many configurations the checkpoint at ``path`` holds, its lines read as they
+    are (0 when there is none)."""
+    if not path.is_file():
+        return 0
+    return sum(1 for line in path.read_text().splitlines() if line.startswith('{"config"'))
+
+
 OLDER_DEFAULTS: Mapping[str, Any] = MappingProxyType(
     {"device": "cpu", "dtype": "float32", "grid": MappingProxyType({"clock": "wall"})}
 )

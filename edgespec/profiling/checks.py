@@ -102,6 +102,7 @@ def read_checkpoint(args: argparse.Namespace, spec: Any) -> Any:
         CheckpointError,
         checkpoint_path,
         load_checkpoint,
+        num_measured,
         setup_of,
     )
 
@@ -109,10 +110,8 @@ def read_checkpoint(args: argparse.Namespace, spec: Any) -> Any:
     if not path.exists() or args.fresh:
         return None
     if not args.resume:
-        lines = path.read_text().splitlines()
-        num_configs = sum(1 for line in lines if line.startswith('{"config"'))
         raise CheckpointError(
-            f"{path} holds an unfinished profile ({num_configs} configurations "
+            f"{path} holds an unfinished profile ({num_measured(path)} configurations "
             "measured): add --resume to continue it, or --fresh to start over"
         )
     placement = device_placement(args)
