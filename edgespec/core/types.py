@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from edgespec.core.sampling_cuts import min_p_problem, top_k_problem
 from edgespec.core.wire_limits import wire_float_problem
 
 FloatArray = npt.NDArray[np.float32] | npt.NDArray[np.float64]
@@ -20,12 +21,17 @@ FloatArray = npt.NDArray[np.float32] | npt.NDArray[np.float64]
 
 @dataclass(frozen=True, slots=True)
 class SamplingParams:
-    """How the target's output is chosen. ``temperature == 0`` means greedy (argmax)."""
+    """How the target's output is chosen. ``temperature == 0`` means greedy (argmax); when
+    sampling, the row is cut to its ``top_k`` most likely tokens (0: all), then to its
+    ``top_p`` nucleus, then to the tokens at least ``min_p`` times as likely as the likeliest
+    (0: no cut), as :mod:`edgespec.core.sampling_cuts` orders them."""
 
     temperature: float = 0.0
     top_p: float = 1.0
     max_new_tokens: int = 128
     seed: int | None = None
+    top_k: int = 0
+    min_p: float = 0.0
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.temperature) or self.temperature < 0:
@@ -37,6 +43,10 @@ class SamplingParams:
                 raise ValueError(f"{name} {problem}")
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        if (problem := top_k_problem(self.top_k)) is not None:
+            raise ValueError(f"top_k {problem}")
+        if (problem := min_p_problem(self.min_p)) is not None:
+            raise ValueError(f"min_p {problem}")
 
     @property
     def greedy(self) -> bool:

@@ -17,8 +17,8 @@ Top-level modules, what both sides share:
   :mod:`.wire.grpc_common`);
 * :mod:`.validation` — request checks (vocabulary, draft distribution, trees) with the exact
   messages docs/RUNTIME.md's validation table lists;
-* :mod:`.sampling` — logits to probabilities (temperature, top-p) and the compact draft
-  distribution both sides read alike;
+* :mod:`.sampling` — logits to probabilities (temperature, top-k, top-p, min-p) and the
+  compact draft distribution both sides read alike;
 * :mod:`.compact_probs` — ``CompactProbs``: a draft block's q as each row's nonzero entries,
   as the server holds, checks and verifies it (never K × the vocabulary);
 * :mod:`.open_files` — the process's open-file limit raised for a server's connections

@@ -11,7 +11,7 @@ from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision
 from edgespec.runtime.compact_probs import CompactProbs
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 """Bumped on any incompatible change of edgespec.proto; sessions of another version are refused."""
 
 DRAFT_HIDDEN = "draft_hidden"

@@ -6,6 +6,7 @@ a sampling drafter draws from and sends (:func:`draft_sample`)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,11 +20,18 @@ tokens first, then among at least 8 times as many, and so on up to the whole row
 
 
 def logits_to_probs(
-    logits: npt.NDArray[np.float32], temperature: float, top_p: float = 1.0
+    logits: npt.NDArray[np.float32],
+    temperature: float,
+    top_p: float = 1.0,
+    top_k: int = 0,
+    min_p: float = 0.0,
 ) -> npt.NDArray[np.float64]:
-    """Softmax of ``logits / temperature`` (rows are positions), then nucleus (top-p)
-    truncation: keep the smallest set of tokens whose mass reaches ``top_p``, renormalize.
-    Each row's result depends on that row alone, bit for bit.
+    """Softmax of ``logits / temperature`` (rows are positions), then the cuts of
+    :mod:`edgespec.core.sampling_cuts`, each renormalizing what it keeps: top-k (the
+    ``top_k`` most likely tokens, ties by token id; 0 or the whole row: no cut), nucleus
+    (top-p: the smallest set of tokens whose mass reaches ``top_p``), min-p (the tokens whose
+    probability is at least ``min_p`` times the likeliest's; 0: no cut). Each row's result
+    depends on that row alone, bit for bit.
 
     ``temperature`` must be > 0 (greedy callers use argmax instead).
     """
@@ -33,13 +41,27 @@ def logits_to_probs(
     scaled -= scaled.max(axis=-1, keepdims=True)
     probs = np.exp(scaled)
     probs /= probs.sum(axis=-1, keepdims=True)
-    if top_p >= 1.0:
-        return probs
+    if 0 < top_k < probs.shape[-1]:
+        probs = _cut(probs, lambda row: top_tokens(row, top_k))
+    if top_p < 1.0:
+        probs = _cut(probs, lambda row: _nucleus(row, top_p))
+    if min_p > 0.0:
+        kept = probs >= min_p * probs.max(axis=-1, keepdims=True)
+        probs = np.where(kept, probs, 0.0)
+        probs /= probs.sum(axis=-1, keepdims=True)
+    return probs
+
+
+def _cut(
+    probs: npt.NDArray[np.float64],
+    keep_of: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.intp]],
+) -> npt.NDArray[np.float64]:
+    """``probs`` with each row cut to the tokens ``keep_of(row)`` names, renormalized."""
     keep = np.zeros(probs.shape, dtype=bool)
     for row, row_keep in zip(
         probs.reshape(-1, probs.shape[-1]), keep.reshape(-1, probs.shape[-1]), strict=True
     ):
-        row_keep[_nucleus(row, top_p)] = True
+        row_keep[keep_of(row)] = True
     probs = np.where(keep, probs, 0.0)
     return np.asarray(probs / probs.sum(axis=-1, keepdims=True), dtype=np.float64)
 
@@ -111,6 +133,8 @@ class TargetProbs:
     logits: npt.NDArray[np.float32]
     temperature: float
     top_p: float
+    top_k: int = 0
+    min_p: float = 0.0
     _last: tuple[int, npt.NDArray[np.float64]] | None = None
 
     def prob(self, row: int, token: int) -> float:
@@ -118,7 +142,10 @@ class TargetProbs:
 
     def row(self, row: int) -> npt.NDArray[np.float64]:
         if self._last is None or self._last[0] != row:
-            self._last = (row, logits_to_probs(self.logits[row], self.temperature, self.top_p))
+            probs = logits_to_probs(
+                self.logits[row], self.temperature, self.top_p, self.top_k, self.min_p
+            )
+            self._last = (row, probs)
         return self._last[1]
 
 

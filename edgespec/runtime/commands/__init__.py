@@ -16,6 +16,8 @@
   session closes held against a second Ctrl-C, the prompt and ``--max-new-tokens`` checked
   against the target's context before the draft loads, ``--compare``'s speed-up and the
   server's numerics it is over;
+* :mod:`.sampling_arguments` — ``edgespec draft``'s ``--temperature``, its cuts
+  (``--top-k``, ``--top-p``, ``--min-p``) and ``--seed``, refused where nothing reads them;
 * :mod:`.server_access_arguments` — ``--auth-token``, ``--tls-ca`` and ``--tls-server-name``,
   shared by ``edgespec draft`` and ``edgespec drafting-server``;
 * :mod:`.link_arguments` — ``edgespec draft``'s emulated-link flags (``--link-*``), checked

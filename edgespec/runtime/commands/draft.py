@@ -8,16 +8,12 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from edgespec.runtime.commands.cpus import apply_cpus_and_threads
-from edgespec.runtime.commands.draft_arguments import (
-    add_arguments,
-    check_sampling_flags,
-    flag_fields,
-    overrides,
-)
+from edgespec.runtime.commands.draft_arguments import add_arguments, flag_fields, overrides
 from edgespec.runtime.commands.draft_compare import compare
 from edgespec.runtime.commands.draft_connect import connect, connect_waiting
 from edgespec.runtime.commands.draft_context import ContextBudget
 from edgespec.runtime.commands.draft_run import DraftRun
+from edgespec.runtime.commands.sampling_arguments import check_sampling_flags
 from edgespec.runtime.commands.signals import stopped
 from edgespec.runtime.commands.stages import Stages
 from edgespec.runtime.commands.stop_arguments import stop_policy_from_args
@@ -61,7 +57,7 @@ def _run(args: argparse.Namespace) -> int:
 
     say = Stages("draft")
     config = load_config(DrafterConfig, args.config, overrides(args))
-    check_sampling_flags(args, config.temperature, config.top_p)
+    check_sampling_flags(args, config)
     stop = stop_policy_from_args(args)
     if stop is not None and args.mode != "distributed":
         raise ConfigError("stop_predictor", f"needs --mode distributed, got {args.mode}")

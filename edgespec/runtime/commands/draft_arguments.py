@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from edgespec.argument_types import positive_int, seed_int, token_ids
+from edgespec.argument_types import positive_int, token_ids
 from edgespec.arguments import add_device_arguments, add_threads_and_cpus, add_verbose
 from edgespec.output_paths import output_file
 from edgespec.runtime.commands.link_arguments import (
@@ -14,6 +14,7 @@ from edgespec.runtime.commands.link_arguments import (
     add_link_arguments,
     link_overrides,
 )
+from edgespec.runtime.commands.sampling_arguments import add_sampling_arguments
 from edgespec.runtime.commands.server_access_arguments import add_server_access_arguments
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 from edgespec.runtime.edge.draft_backends import DRAFT_BACKENDS
@@ -86,18 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-new-tokens", type=int, help="tokens to generate (default 64, or --config's)"
     )
-    parser.add_argument(
-        "--temperature", type=float, help="sampling temperature (default 0, greedy, or --config's)"
-    )
-    parser.add_argument(
-        "--top-p",
-        type=float,
-        help="nucleus sampling: sample among the most likely tokens holding this probability "
-        "mass, in (0, 1] (default 1, every token, or --config's; needs --temperature > 0)",
-    )
-    parser.add_argument(
-        "--seed", type=seed_int, default=None, help="sampling seed (default: fresh entropy)"
-    )
+    add_sampling_arguments(parser)
     add_server_access_arguments(parser)
     parser.add_argument(
         "--max-message-bytes",
@@ -230,7 +220,8 @@ def add_semantic_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-_PLAIN_FLAGS = ("draft", "max_new_tokens", "temperature", "top_p", "auth_token", "tls_ca",
+_PLAIN_FLAGS = ("draft", "max_new_tokens", "temperature", "top_p", "top_k", "min_p", "auth_token",
+                "tls_ca",
                 "tls_server_name", "max_message_bytes", "request_timeout_s", "max_reconnects",
                 "progress_timeout_s", "retry_timeout_s", "tree", "tree_min_prob",
                 "tree_max_nodes", "threshold", "upload", "channel_uplink_mbps", "channel_per",
@@ -283,18 +274,3 @@ def overrides(args: argparse.Namespace) -> list[str]:
     if args.lookup:
         out.append("lookup=true")
     return out + link_overrides(args)
-
-
-def check_sampling_flags(args: argparse.Namespace, temperature: float, top_p: float) -> None:
-    """Refuse a ``--seed`` or a ``top_p`` below 1 that nothing would read: greedy decoding
-    draws nothing, and ``--serve-openai``'s requests carry their own seed and top_p."""
-    from edgespec.errors import UserInputError
-
-    endpoint = "the endpoint (--serve-openai) takes each request's own"
-    if top_p < 1 and args.serve_openai is not None:
-        raise UserInputError(f"--top-p {top_p:g}: {endpoint} top_p; drop --top-p")
-    if args.seed is not None and args.serve_openai is not None:
-        raise UserInputError(f"--seed {args.seed}: {endpoint} seed; drop --seed")
-    if args.seed is not None and temperature == 0:
-        raise UserInputError(f"--seed {args.seed} is for sampling (--temperature > 0); "
-                             "greedy decoding draws nothing")  # fmt: skip

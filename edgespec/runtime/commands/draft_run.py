@@ -93,6 +93,8 @@ class DraftRun:
             top_p=self.config.top_p,
             max_new_tokens=self.config.max_new_tokens,
             seed=self.seed,
+            top_k=self.config.top_k,
+            min_p=self.config.min_p,
         )
 
     def _session_id(self) -> str:

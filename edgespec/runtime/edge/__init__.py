@@ -4,6 +4,8 @@
   frozen, validated configuration;
 * :mod:`.config_access` — its servers' addresses, CA, TLS server name and routing policy,
   checked as it is built;
+* :mod:`.config_sampling` — its token budget, temperature and sampling cuts (top-k, top-p,
+  min-p), checked as it is built;
 * :mod:`.drafter` — the loop ``generate(verifier, drafter, prompt, sampling, options,
   window)``: distributed rounds and fused runs, when to reconnect, ``RoundRecord`` /
   ``RequestRecord``;

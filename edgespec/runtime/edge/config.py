@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal
 from edgespec.config import ConfigError, PolicySpec
 from edgespec.core.link_delay import link_setting_problem
 from edgespec.core.tree import parse_branching
-from edgespec.core.wire_limits import SEED_LIMIT, UINT32_LIMIT, wire_float_problem
+from edgespec.core.wire_limits import SEED_LIMIT
 from edgespec.policies.semantic.agreement import (
     BUNDLED_DRAFT_PREFIX,
     load_agreement,
@@ -19,6 +19,7 @@ from edgespec.policies.semantic.agreement import (
 from edgespec.policies.semantic.csi import MAX_RTT_S
 from edgespec.policies.semantic.head import THRESHOLD_STEPS
 from edgespec.runtime.edge.config_access import check_server_access
+from edgespec.runtime.edge.config_sampling import check_sampling
 from edgespec.runtime.edge.session_ids import config_client_id_problem
 
 if TYPE_CHECKING:
@@ -32,11 +33,6 @@ MAX_REQUEST_TIMEOUT_S = 86_400.0
 """The longest ``request_timeout_s`` (a day, as ``edgespec drafting-server --timeout-s``):
 gRPC's deadline is now + timeout in int64 nanoseconds, so from about 7.4e9 s on every call
 failed at once with DEADLINE_EXCEEDED, and a drafter retried until it gave up."""
-
-MAX_TEMPERATURE = 1000.0
-"""The highest ``temperature``: far above any useful one (a model's logits, a few tens
-apart, scale to within a few hundredths: sampling is all but uniform), and inside the
-float32 the wire carries it in (1e39 reached the server as inf, and was refused as that)."""
 
 MAX_UPLINK_MBPS = 1e9
 """The fastest uplink reported to the decision head (1 Pbit/s, beyond any link): its bit/s
@@ -56,6 +52,8 @@ class DrafterConfig:
     max_new_tokens: int = 64
     temperature: float = 0.0
     top_p: float = 1.0  # nucleus sampling: the most likely tokens holding this mass
+    top_k: int = 0  # sample among the top_k most likely tokens (0: all; cut before top_p)
+    min_p: float = 0.0  # ... at least min_p times as likely as the likeliest (0: no cut)
     slo_class: str = "default"
     client_id: str = "edge-0"
     auth_token: str | None = None
@@ -123,7 +121,7 @@ class DrafterConfig:
                 f"must be at most {MAX_REQUEST_TIMEOUT_S:,.0f} s (a day), got "
                 f"{self.request_timeout_s:g}",
             )
-        self._validate_sampling()
+        check_sampling(self.max_new_tokens, self.temperature, self.top_p, self.top_k, self.min_p)
         if (problem := config_client_id_problem(self)) is not None:
             raise ConfigError("client_id", problem)
         if self.lookup and self.draft == "ngram":
@@ -140,32 +138,6 @@ class DrafterConfig:
             raise ConfigError("tree_min_prob", f"must be in [0, 1), got {self.tree_min_prob}")
         check_server_access(self.servers, self.tls_ca, self.tls_server_name, self.routing.name)
         self._validate_semantic()
-
-    def _validate_sampling(self) -> None:
-        if self.max_new_tokens < 1:
-            raise ConfigError("max_new_tokens", f"must be >= 1, got {self.max_new_tokens}")
-        if self.max_new_tokens >= UINT32_LIMIT:
-            raise ConfigError(
-                "max_new_tokens",
-                f"must be below 2**32 (the wire's uint32), got {self.max_new_tokens}",
-            )
-        if not (math.isfinite(self.temperature) and self.temperature >= 0):
-            raise ConfigError(
-                "temperature", f"must be a finite number >= 0, got {self.temperature}"
-            )
-        if self.temperature > MAX_TEMPERATURE:
-            raise ConfigError(
-                "temperature", f"must be at most {MAX_TEMPERATURE:g}, got {self.temperature:g}"
-            )
-        if (problem := wire_float_problem(self.temperature)) is not None:
-            raise ConfigError("temperature", problem)
-        if not (math.isfinite(self.top_p) and 0 < self.top_p <= 1):
-            raise ConfigError("top_p", f"must be in (0, 1], got {self.top_p:g}")
-        if (problem := wire_float_problem(self.top_p)) is not None:
-            raise ConfigError("top_p", problem)
-        if self.top_p < 1 and self.temperature == 0:
-            raise ConfigError("top_p", f"{self.top_p:g} does nothing at temperature 0 (greedy): "
-                              "give a temperature > 0 to sample with top_p")  # fmt: skip
 
     def _validate_semantic(self) -> None:
         """The semantic fields; each error names the other fields as the one at fault was

@@ -33,7 +33,6 @@ from typing import TypeVar
 
 import numpy as np
 
-from edgespec.core.types import SamplingParams
 from edgespec.core.wire_limits import SEED_LIMIT
 from edgespec.runtime.edge.bounded_calls import open_bounded
 from edgespec.runtime.edge.rounds import Verifier
@@ -145,9 +144,8 @@ def reopen(
     with no progress in between. An attempt that failed is closed too: an open whose
     answer timed out may still have opened the session on the server."""
     sampling = first.sampling
-    remaining = SamplingParams(
-        temperature=sampling.temperature,
-        top_p=sampling.top_p,
+    remaining = dataclasses.replace(
+        sampling,
         max_new_tokens=sampling.max_new_tokens - len(output),
         seed=reopened_seed(sampling.seed, len(output)),
     )

@@ -28,6 +28,8 @@ speculative decoding against the verification server(s).
   in UTF-8, read as it arrives and refused past its limit, then decoded; fields checked
   into a ``ParsedRequest`` (a field the endpoint does not apply refused, never ignored);
   the prompt checked and bounded before it is tokenized (characters, messages, roles);
+* :mod:`.sampling_fields` — a request's ``temperature`` and sampling cuts (``top_k``,
+  ``top_p``, ``min_p``), each a 400 naming it when out of range or given at temperature 0;
 * :mod:`.tokenizing`, :mod:`.prompts`, :mod:`.chat_prompt` — prompts tokenized one at a
   time off the event loop, a 429 when too many wait; the prompt as token ids (text, ids, or
   chat messages through the chat template, special-token text in their contents kept as

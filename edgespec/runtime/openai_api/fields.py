@@ -1,7 +1,7 @@
 """Which fields a request may carry: those the endpoint applies; those it does not apply,
 taken only at a value that changes nothing (:data:`UNSUPPORTED`); a few that never change
 the output, accepted and ignored (:data:`IGNORED`). Any other field is refused with a 400
-naming it, never ignored: a client that asks for ``top_k`` or ``repetition_penalty`` is
+naming it, never ignored: a client that asks for ``logit_bias`` or ``repetition_penalty`` is
 told it does not get it. A field given as ``null`` counts as absent."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 from edgespec.runtime.openai_api.errors import clip, invalid, shown
 
-APPLIED = ("model", "max_tokens", "temperature", "top_p", "seed", "stop", "stream",
-           "stream_options", "edgespec")  # fmt: skip
+APPLIED = ("model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop",
+           "stream", "stream_options", "edgespec")  # fmt: skip
 """Fields of both routes that the endpoint applies."""
 
 OWN = {False: ("prompt",), True: ("messages", "max_completion_tokens")}
@@ -36,8 +36,6 @@ UNSUPPORTED: dict[str, tuple[Any, ...]] = {
     "functions": ([],),
     "function_call": ("none",),
     "parallel_tool_calls": (),
-    "top_k": (-1, 0),
-    "min_p": (0, 0.0),
     "repetition_penalty": (1, 1.0),
     "min_tokens": (0,),
     "ignore_eos": (False,),

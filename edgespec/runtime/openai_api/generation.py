@@ -171,14 +171,14 @@ def end_ids(setup: EdgeSetup) -> frozenset[int]:
 def _check_sampling(setup: EdgeSetup, request: ParsedRequest) -> None:
     """What the drafter cannot do for this request, refused before it waits for a worker:
     sampling with a token tree or with prompt lookup (both greedy only)."""
-    if request.temperature == 0:
+    if request.sampling.temperature == 0:
         return
     drafts = ("token trees (--tree), which are verified" if setup.config.tree is not None
               else "with prompt lookup (--lookup), which drafts" if setup.config.lookup
               else None)  # fmt: skip
     if drafts is not None:
-        raise invalid(f"temperature {request.temperature:g}: this endpoint drafts {drafts} "
-                      "greedily only: use temperature 0", param="temperature",
+        raise invalid(f"temperature {request.sampling.temperature:g}: this endpoint drafts "
+                      f"{drafts} greedily only: use temperature 0", param="temperature",
                       code="unsupported_value")  # fmt: skip
 
 
@@ -210,8 +210,9 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
     _check_context(setup, request, 1)  # max_tokens alone: before the prompt is tokenized
     ids = prompt_ids(setup.tokenizer, setup.special_ids, request.prompt, setup.vocab_size, limits)
     _check_context(setup, request, len(ids))
-    sampling = SamplingParams(request.temperature, request.top_p, request.max_tokens,
-                              request.seed)  # fmt: skip
+    chosen = request.sampling
+    sampling = SamplingParams(chosen.temperature, chosen.top_p, request.max_tokens, request.seed,
+                              chosen.top_k, chosen.min_p)  # fmt: skip
     return PreparedRequest(request, ids, sampling, _window(setup, request))
 
 

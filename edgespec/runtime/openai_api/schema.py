@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgespec.core.wire_limits import SEED_LIMIT, wire_float_problem
+from edgespec.core.wire_limits import SEED_LIMIT
 from edgespec.runtime.openai_api.body import utf8_text
 from edgespec.runtime.openai_api.errors import clip, invalid, shown
 from edgespec.runtime.openai_api.fields import UNKNOWN, check_fields, parse_stream
@@ -20,6 +20,11 @@ from edgespec.runtime.openai_api.messages import (
     Prompt,
     max_prompt_chars,
     parse_prompt,
+)
+from edgespec.runtime.openai_api.sampling_fields import (
+    SamplingFields,
+    integer_field,
+    parse_sampling,
 )
 from edgespec.runtime.validation import MAX_IDENTIFIER_CHARS
 
@@ -70,8 +75,7 @@ class ParsedRequest:
     model: str
     prompt: Prompt
     max_tokens: int
-    temperature: float
-    top_p: float
+    sampling: SamplingFields
     seed: int | None
     stop: tuple[str, ...]
     stream: bool
@@ -123,50 +127,6 @@ def decode_body(raw: bytes) -> dict[str, Any]:
     return body
 
 
-def _number(body: Mapping[str, Any], name: str, default: float, low: float, high: float) -> float:
-    value = body.get(name)
-    if value is None:
-        return default
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or (isinstance(value, float) and not math.isfinite(value))
-    ):
-        raise invalid(f"{name} must be a number, got {shown(value)}", param=name)
-    if not low <= value <= high:  # an int of any size compares exactly, unconverted
-        raise invalid(f"{name} must be in [{low}, {high}], got {shown(value)}", param=name)
-    return float(value)
-
-
-def _sampling(body: Mapping[str, Any], defaults: Defaults) -> tuple[float, float]:
-    """(``temperature``, ``top_p``): ``top_p`` in [0, 1] as OpenAI takes it. Its limit 0
-    keeps only the most likely token: greedy, so temperature 0 and top_p 1 (the core's
-    top_p is in (0, 1], and the wire reads a top_p of 0 as unset, i.e. 1). A top_p in
-    (0, 1) at temperature 0 (greedy; the default unless the config sets another) would
-    change nothing: refused, ``unsupported_value`` as :mod:`.fields`' refusals."""
-    temperature = _number(body, "temperature", defaults.temperature, 0.0, 2.0)
-    top_p = _number(body, "top_p", 1.0, 0.0, 1.0)
-    for name, value in (("temperature", temperature), ("top_p", top_p)):
-        if (problem := wire_float_problem(value)) is not None:
-            raise invalid(f"{name} {problem}", param=name)
-    if temperature == 0 and 0 < top_p < 1:
-        given = body.get("temperature") is not None
-        default = "" if given else ", this endpoint's default when a request gives none"
-        raise invalid(f"top_p {shown(body['top_p'])} does nothing at temperature 0 (greedy)"
-                      f"{default}: give a temperature > 0 to sample with top_p",
-                      param="top_p", code="unsupported_value")  # fmt: skip
-    return (0.0, 1.0) if top_p == 0 else (temperature, top_p)
-
-
-def _integer(body: Mapping[str, Any], name: str, default: int | None) -> int | None:
-    value = body.get(name)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise invalid(f"{name} must be an integer, got {shown(value)}", param=name)
-    return value
-
-
 def _max_tokens(
     body: Mapping[str, Any], chat: bool, defaults: Defaults, limits: Limits
 ) -> tuple[str, int]:
@@ -175,7 +135,7 @@ def _max_tokens(
     names = ("max_completion_tokens", "max_tokens") if chat else ("max_tokens",)
     given: dict[str, int] = {}
     for name in names:
-        value = _integer(body, name, None)
+        value = integer_field(body, name, None)
         if value is not None:
             given[name] = value
     if len(set(given.values())) > 1:
@@ -190,7 +150,7 @@ def _max_tokens(
 
 
 def _seed(body: Mapping[str, Any]) -> int | None:
-    seed = _integer(body, "seed", None)
+    seed = integer_field(body, "seed", None)
     if seed is not None and not 0 <= seed < SEED_LIMIT:
         raise invalid(f"seed must be in [0, 2**63), got {shown(seed)}", param="seed")
     return seed
@@ -275,13 +235,11 @@ def parse_request(
     stream, include_usage = parse_stream(body)
     slo_class, window = _extension(body, defaults)
     prompt = parse_prompt(body, chat, limits.max_prompt_tokens, limits.chars_per_token)
-    temperature, top_p = _sampling(body, defaults)
     return ParsedRequest(
         model=model,
         prompt=prompt,
         max_tokens=max_tokens,
-        temperature=temperature,
-        top_p=top_p,
+        sampling=parse_sampling(body, defaults.temperature),
         seed=_seed(body),
         stop=_stop(body),
         stream=stream,

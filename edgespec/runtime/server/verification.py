@@ -250,7 +250,9 @@ def _sampled_verdict(
         drawn = q.drawn()
     else:
         drawn = DenseDrawn(as_drawn(np.zeros(q_shape) if q is None else q))
-    target = TargetProbs(logits, sampling.temperature, sampling.top_p)
+    target = TargetProbs(
+        logits, sampling.temperature, sampling.top_p, sampling.top_k, sampling.min_p
+    )
     return stochastic_verify_drawn(draft, drawn, target, rng)
 
 

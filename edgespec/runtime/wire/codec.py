@@ -34,7 +34,11 @@ _F16_MAX = float(np.finfo(np.float16).max)
 def spec_to_proto(spec: SessionSpec) -> Any:
     s = spec.sampling
     sampling = pb.Sampling(
-        temperature=s.temperature, top_p=s.top_p, max_new_tokens=s.max_new_tokens
+        temperature=s.temperature,
+        top_p=s.top_p,
+        max_new_tokens=s.max_new_tokens,
+        top_k=s.top_k,
+        min_p=s.min_p,
     )
     if s.seed is not None:
         sampling.seed = s.seed
@@ -80,6 +84,8 @@ def spec_from_proto(msg: Any) -> SessionSpec:
             top_p=s.top_p if s.top_p != 0 else 1.0,  # 0 = unset; others are checked
             max_new_tokens=s.max_new_tokens,
             seed=s.seed if s.HasField("seed") else None,
+            top_k=s.top_k,
+            min_p=s.min_p,
         )
     except ValueError as exc:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, f"sampling: {exc}") from exc

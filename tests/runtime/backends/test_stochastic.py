@@ -1,4 +1,5 @@
-"""Stochastic verification reproduces the target's sampling distribution."""
+"""Stochastic verification reproduces the target's sampling distribution, its rows cut by
+top-k, top-p and min-p when a request asks (the draft proposes from its own uncut rows)."""
 
 from __future__ import annotations
 
@@ -24,22 +25,34 @@ PROMPT = (1, 2, 3)
 TEMPERATURE = 1.0
 
 
-def _joint(target: TransformersTarget) -> np.ndarray:
-    """Exact P(y1, y2 | prompt) under the target at TEMPERATURE."""
+CUTS: dict[str, dict[str, float]] = {
+    "none": {},
+    "top_k": {"top_k": 3},
+    "all": {"top_k": 4, "top_p": 0.8, "min_p": 0.3},
+}
+"""The cuts a run samples with (SamplingParams fields)."""
+
+
+def _joint(target: TransformersTarget, cuts: dict[str, float]) -> np.ndarray:
+    """Exact P(y1, y2 | prompt) under the target at TEMPERATURE, its rows cut by ``cuts``."""
     first = target.forward([ForwardItem(None, 0, PROMPT, 1)])[0]
-    p1 = logits_to_probs(first.logits, TEMPERATURE)[0]
+    p1 = logits_to_probs(first.logits, TEMPERATURE, **cuts)[0]  # type: ignore[arg-type]
     joint = np.zeros((VOCAB, VOCAB))
     for y1 in range(VOCAB):
         out = target.forward([ForwardItem(first.kv, len(PROMPT), (y1,), 1)])[0]
-        joint[y1] = p1[y1] * logits_to_probs(out.logits, TEMPERATURE)[0]
+        joint[y1] = p1[y1] * logits_to_probs(out.logits, TEMPERATURE, **cuts)[0]  # type: ignore[arg-type]
     return joint
 
 
-@pytest.mark.parametrize("drafter_kind", ["model", "ngram"])
-def test_two_token_distribution_matches_target(drafter_kind: str) -> None:
+@pytest.mark.parametrize(
+    ("drafter_kind", "cut"),
+    [("model", "none"), ("ngram", "none"), ("model", "top_k"), ("model", "all"), ("ngram", "all")],
+)
+def test_two_token_distribution_matches_target(drafter_kind: str, cut: str) -> None:
     target = TransformersTarget(tiny_llama(seed=3, vocab_size=VOCAB, logit_scale=1.5))
     draft_model = tiny_llama(seed=4, vocab_size=VOCAB, logit_scale=1.5)
-    joint = _joint(target)
+    joint = _joint(target, CUTS[cut])
+    assert (joint == 0).any() == (cut != "none")  # the cuts drop tokens the draft proposes
     counts = np.zeros((VOCAB, VOCAB))
     engine = VerificationEngine(target)
     num_runs = 1500
@@ -50,14 +63,16 @@ def test_two_token_distribution_matches_target(drafter_kind: str) -> None:
             if drafter_kind == "model"
             else NgramDrafter(max_ngram=2, vocab_size=VOCAB)
         )
-        sampling = SamplingParams(temperature=TEMPERATURE, max_new_tokens=2, seed=seed)
+        sampling = SamplingParams(temperature=TEMPERATURE, max_new_tokens=2, seed=seed,
+                                  **CUTS[cut])  # type: ignore[arg-type]  # fmt: skip
         result = speculative_generate(target, drafter, PROMPT, 2, sampling, engine=engine)
         y1, y2 = result.output_token_ids
         counts[y1, y2] += 1
         accepted += result.request.num_accepted
     assert accepted > 0  # drafts do get accepted, so the accept path is exercised
-    expected = joint.ravel() * num_runs
-    observed = counts.ravel()
+    assert not counts[joint == 0].any()  # no token a cut dropped is ever output
+    expected = joint[joint > 0] * num_runs  # the cut cells: none drawn (above)
+    observed = counts[joint > 0]
     # pool cells with small expectations so the chi-square approximation holds
     small = expected < 5
     exp, obs = expected[~small], observed[~small]

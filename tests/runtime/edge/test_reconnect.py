@@ -62,3 +62,13 @@ def test_the_reopened_seed_is_reproducible_and_none_stays_fresh(seed: int | None
     assert first.sampling == again.sampling  # a seeded run is reproducible
     assert (first.sampling.seed is None) == (seed is None)
     assert first.sampling.seed != 7
+
+
+def test_a_reopened_session_samples_as_the_first() -> None:
+    """Its temperature and every cut are the first session's (the reopen had rebuilt the
+    sampling field by field, and a field it did not name fell back to its default)."""
+    sampling = SamplingParams(temperature=0.8, top_p=0.9, max_new_tokens=8, seed=7, top_k=5,
+                              min_p=0.05)  # fmt: skip
+    again = _reopened((6, 9), sampling).sampling
+    assert dataclasses.replace(again, max_new_tokens=8, seed=7) == sampling
+    assert again.max_new_tokens == 6

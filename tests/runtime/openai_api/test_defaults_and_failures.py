@@ -106,14 +106,23 @@ def test_top_p_0_is_greedy_so_a_tree_drafter_takes_it_at_any_temperature() -> No
     """top_p 0 keeps only the most likely token: the request is greedy (temperature 0, and
     top_p 1 for the core, whose top_p is in (0, 1]), which a tree drafter verifies."""
     from edgespec.runtime.openai_api.generation import EdgeSetup, prepare
+    from edgespec.runtime.openai_api.sampling_fields import SamplingFields
     from edgespec.runtime.openai_api.schema import Defaults, Limits, parse_request
 
     config = from_dict(DrafterConfig, {"server": "127.0.0.1:1", "draft": "tiny-draft",
                                        "tree": "2,1"})  # fmt: skip
     setup = EdgeSetup(config, None, word_tokenizer(64), 64, 24, ())
-    body = {"model": MODEL, "prompt": "w1 w2", "temperature": 0.7, "top_p": 0, "seed": 3}
+    body = {
+        "model": MODEL,
+        "prompt": "w1 w2",
+        "temperature": 0.7,
+        "top_p": 0,
+        "seed": 3,
+        "top_k": 5,
+        "min_p": 0.5,
+    }
     request = parse_request(body, False, Defaults(), Limits())
-    assert (request.temperature, request.top_p) == (0.0, 1.0)
+    assert request.sampling == SamplingFields(0.0)  # every cut off
     sampling = prepare(setup, request, Limits()).sampling
     assert (sampling.temperature, sampling.top_p, sampling.greedy) == (0.0, 1.0, True)
 

@@ -136,6 +136,47 @@ def test_top_p_0_keeps_only_the_most_likely_token(
     assert error["message"] == "top_p must be in [0.0, 1.0], got -0.1"
 
 
+@pytest.mark.parametrize("cut", [{"top_k": 1}, {"min_p": 1.0}])
+def test_a_cut_to_the_likeliest_token_is_greedy(
+    client: Any, target: TransformersTarget, cut: dict[str, float]
+) -> None:
+    """top_k 1 and min_p 1 keep only the most likely token: at temperature 1 the text is the
+    target's greedy decoding whatever the seed (the endpoint passes the cuts on to the
+    server, which makes them on the target's rows; without them seeds 1..3 sample)."""
+    expected = _oracle(target, (1, 2), 16)
+    texts = set()
+    for seed in (1, 2, 3):
+        out = client.completions.create(model=MODEL, prompt="w1 w2", max_tokens=16,
+                                        temperature=1.0, seed=seed, extra_body=cut)  # fmt: skip
+        texts.add(out.choices[0].text)
+    assert texts == {expected}
+
+
+@pytest.mark.parametrize(
+    ("fields", "param", "message"),
+    [
+        ({"top_k": 1.5}, "top_k", "top_k must be an integer, got 1.5"),
+        ({"top_k": -2}, "top_k", "top_k must be -1 or 0 (every token) or a count of tokens "
+                                 "below 2**32, got -2"),
+        ({"min_p": 1.5}, "min_p", "min_p must be in [0.0, 1.0], got 1.5"),
+        ({"top_k": 40}, "top_k", "top_k 40 does nothing at temperature 0 (greedy), this "
+         "endpoint's default when a request gives none: give a temperature > 0 to sample "
+         "with top_k"),
+        ({"min_p": 0.1, "top_p": 0.9, "temperature": 0}, "top_p", "top_p 0.9 does nothing at "
+         "temperature 0 (greedy): give a temperature > 0 to sample with top_p"),
+        ({"min_p": 0.1, "temperature": 0}, "min_p", "min_p 0.1 does nothing at temperature 0 "
+         "(greedy): give a temperature > 0 to sample with min_p"),
+    ],
+)  # fmt: skip
+def test_a_cut_out_of_range_or_at_temperature_0_is_a_400(
+    api: Any, fields: dict[str, Any], param: str, message: str
+) -> None:
+    from tests.runtime.openai_api.conftest import _error
+
+    status, error = _error(api, {"model": MODEL, "prompt": "w1"} | fields)
+    assert (status, error["param"], error["message"]) == (400, param, message)
+
+
 def test_concurrent_requests_each_lossless(client: Any, target: TransformersTarget) -> None:
     prompts = [(3, 4), (20, 21, 22), (40,), (7, 8, 9, 10)]
 

@@ -27,12 +27,13 @@ field the route does not know."""
 @pytest.mark.parametrize(
     ("field", "value", "message", "code"),
     [
-        ("top_k", 1, "top_k: 1 is not supported (only null, -1 or 0)", VALUE),
+        ("top_logprobs", 2, "top_logprobs: 2 is not supported (only null or 0)", VALUE),
         ("repetition_penalty", 2.0, "repetition_penalty: 2.0 is not supported (only null or 1)",
          VALUE),
         ("frequency_penalty", 0.5,  # said "(only null, 0, 0.0)": zero twice
          "frequency_penalty: 0.5 is not supported (only null or 0)", VALUE),
-        ("min_p", 0.5, "min_p: 0.5 is not supported (only null or 0)", VALUE),
+        ("presence_penalty", -1, "presence_penalty: -1 is not supported (only null or 0)",
+         VALUE),
         ("min_tokens", 5, "min_tokens: 5 is not supported (only null or 0)", VALUE),
         ("ignore_eos", True, "ignore_eos: true is not supported (only null or false)", VALUE),
         ("logprobs", True, "logprobs: true is not supported (only null)", PARAMETER),

@@ -6,6 +6,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
+
 from edgespec.core.types import SamplingParams
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.base import DraftBackend
@@ -175,15 +177,18 @@ def test_prometheus_endpoint(make_server: ServerFactory) -> None:
     assert f'edgespec_batch_size_bucket{{le="1"}} {float(stats.num_batches)}' in body
 
 
+@pytest.mark.parametrize("cuts", [{}, {"top_k": 3, "min_p": 0.25}])
 def test_stochastic_over_grpc_matches_in_process(
-    make_server: ServerFactory, target: TransformersTarget, draft_model: Any
+    make_server: ServerFactory, target: TransformersTarget, draft_model: Any, cuts: dict[str, Any]
 ) -> None:
-    """Same seeds → same sampled output remotely and in-process (q crosses the wire)."""
+    """Same seeds → same sampled output remotely and in-process (q and the cuts cross the
+    wire)."""
     from edgespec.runtime.wire.inprocess import speculative_generate
 
     server = make_server()
     for seed in range(3):
-        sampling = SamplingParams(temperature=0.7, top_p=0.9, max_new_tokens=16, seed=seed)
+        sampling = SamplingParams(temperature=0.7, top_p=0.9, max_new_tokens=16, seed=seed,
+                                  **cuts)  # fmt: skip
         remote = generate(
             RemoteVerifier(f"127.0.0.1:{server.port}"),
             TransformersDraft(draft_model),

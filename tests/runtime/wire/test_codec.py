@@ -41,11 +41,13 @@ def test_unset_open_session_fields_decode_to_the_defaults() -> None:
     spec = spec_from_proto(_open_request())
     assert spec == SessionSpec("s", "", (), SamplingParams(max_new_tokens=4))
     assert (spec.sampling.top_p, spec.sampling.seed) == (1.0, None)
+    assert (spec.sampling.top_k, spec.sampling.min_p) == (0, 0.0)  # no cut
     assert (spec.slo_class, spec.verification_rule) == ("default", "exact")
 
 
 def test_a_session_spec_crosses_the_wire_field_by_field() -> None:
-    sampling = SamplingParams(temperature=0.75, top_p=0.5, max_new_tokens=9, seed=0)
+    sampling = SamplingParams(temperature=0.75, top_p=0.5, max_new_tokens=9, seed=0, top_k=40,
+                              min_p=0.125)  # fmt: skip
     spec = SessionSpec("s", "c", (1, 2), sampling, "gold", True, "snr")
     wire = pb.OpenSessionRequest.FromString(spec_to_proto(spec).SerializeToString())
     assert spec_from_proto(wire) == spec
@@ -184,3 +186,21 @@ def test_accepted_nodes_must_name_num_accepted_draft_tokens(
         reply,
         (4, 5, 6),
     )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("min_p", 1.5, "sampling: min_p must be in [0, 1] (0: no cut), got 1.5"),
+        ("min_p", float("nan"), "sampling: min_p must be in [0, 1] (0: no cut), got nan"),
+        ("min_p", -0.5, "sampling: min_p must be in [0, 1] (0: no cut), got -0.5"),
+    ],
+)
+def test_a_cut_out_of_range_from_another_client_is_refused(
+    field: str, value: float, message: str
+) -> None:
+    """The wire takes any float32 for min_p (and any uint32 for top_k, each a count of
+    tokens): the server refuses what no sampler could mean."""
+    request = _open_request()
+    setattr(request.sampling, field, value)
+    raises_request_error(ErrorCode.INVALID_ARGUMENT, message, spec_from_proto, request)

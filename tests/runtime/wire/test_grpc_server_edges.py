@@ -12,6 +12,7 @@ import grpc
 import pytest
 
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.messages import PROTOCOL_VERSION
 from edgespec.runtime.wire.codec import pb
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.grpc_common import pb_grpc
@@ -29,7 +30,7 @@ def test_open_and_close_session_reply_fields(
 ) -> None:
     stub = _stub(make_server().port)
     request = pb.OpenSessionRequest(
-        protocol_version=2,
+        protocol_version=PROTOCOL_VERSION,
         session_id="o",
         client_id="x",
         prompt_token_ids=[3, 1, 4],
@@ -39,7 +40,7 @@ def test_open_and_close_session_reply_fields(
     assert (opened.session_id, opened.vocab_size, opened.protocol_version) == (
         "o",
         target.vocab_size,
-        2,
+        3,
     )
     closes = [stub.CloseSession(pb.CloseSessionRequest(session_id="o"), timeout=10).existed]
     closes.append(stub.CloseSession(pb.CloseSessionRequest(session_id="o"), timeout=10).existed)
@@ -51,7 +52,7 @@ def test_health_reply_fields(make_server: ServerFactory, target: TransformersTar
     health = _stub(server.port).Health(pb.HealthRequest(), timeout=10)
     assert (health.serving, health.protocol_version, health.vocab_size) == (
         True,
-        2,
+        3,
         target.vocab_size,
     )
     assert (health.max_draft_tokens, health.target) == (7, "tiny-target")

@@ -1,0 +1,58 @@
+"""``edgespec draft``'s sampling flags (:func:`add_sampling_arguments`: the temperature, the
+cuts after it, the seed) and the refusal of those nothing would read
+(:func:`check_sampling_flags`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from edgespec.argument_types import seed_int
+from edgespec.core.sampling_cuts import cuts_on
+
+
+def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--temperature", type=float, help="sampling temperature (default 0, greedy, or --config's)"
+    )
+    needs = "needs --temperature > 0"
+    parser.add_argument(
+        "--top-k",
+        type=int,
+        help="sample among the K most likely tokens, ties by token id (default 0, every "
+        f"token, or --config's; cut before --top-p and --min-p; {needs})",
+    )
+    parser.add_argument(
+        "--top-p",
+        type=float,
+        help="nucleus sampling: sample among the most likely tokens holding this probability "
+        f"mass, in (0, 1] (default 1, every token, or --config's; {needs})",
+    )
+    parser.add_argument(
+        "--min-p",
+        type=float,
+        help="sample among the tokens at least this many times as likely as the likeliest, "
+        f"in [0, 1] (default 0, every token, or --config's; cut after --top-p; {needs})",
+    )
+    parser.add_argument(
+        "--seed", type=seed_int, default=None, help="sampling seed (default: fresh entropy)"
+    )
+
+
+def check_sampling_flags(args: argparse.Namespace, config: Any) -> None:
+    """Refuse a ``--seed`` or a cut (``top_k``, ``top_p``, ``min_p`` of ``config``, a
+    ``DrafterConfig``) that nothing would read: greedy decoding draws nothing, and
+    ``--serve-openai``'s requests carry their own seed and cuts."""
+    from edgespec.errors import UserInputError
+
+    endpoint = "the endpoint (--serve-openai) takes each request's own"
+    given = cuts_on(config.top_p, config.top_k, config.min_p)
+    if given and args.serve_openai is not None:
+        flag = "--" + given[0].replace("_", "-")
+        raise UserInputError(f"{flag} {getattr(config, given[0]):g}: {endpoint} {given[0]}; "
+                             f"drop {flag}")  # fmt: skip
+    if args.seed is not None and args.serve_openai is not None:
+        raise UserInputError(f"--seed {args.seed}: {endpoint} seed; drop --seed")
+    if args.seed is not None and config.temperature == 0:
+        raise UserInputError(f"--seed {args.seed} is for sampling (--temperature > 0); "
+                             "greedy decoding draws nothing")  # fmt: skip
