@@ -182,6 +182,15 @@ def _check_sampling(setup: EdgeSetup, request: ParsedRequest) -> None:
                       code="unsupported_value")  # fmt: skip
 
 
+def _check_stop_token_ids(setup: EdgeSetup, request: ParsedRequest) -> None:
+    """``stop_token_ids`` the target's vocabulary lacks (the endpoint would wait for a token
+    no round can commit), refused before the request waits for a worker."""
+    bad = sorted(t for t in request.stop_token_ids if t >= setup.vocab_size)
+    if bad:
+        raise invalid(f"stop_token_ids {shown(bad[:5])} are outside the target's vocabulary "
+                      f"of {setup.vocab_size}", param="stop_token_ids")  # fmt: skip
+
+
 def _check_slo_class(setup: EdgeSetup, request: ParsedRequest) -> None:
     """An SLO class the servers lack (when their Health says theirs), refused before the
     request waits for a worker (the server refused it only once a session was asked for)."""
@@ -206,6 +215,7 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
     """Tokenize ``request``'s prompt (bounded by ``limits``), check it and ``max_tokens``
     against the target's context, and make its window policy."""
     _check_sampling(setup, request)
+    _check_stop_token_ids(setup, request)
     _check_slo_class(setup, request)
     _check_context(setup, request, 1)  # max_tokens alone: before the prompt is tokenized
     ids = prompt_ids(setup.tokenizer, setup.special_ids, request.prompt, setup.vocab_size, limits)
@@ -231,9 +241,8 @@ def run_request(
 
     config, request = setup.config, prepared.request
     chat = is_chat(request.prompt)
-    text = TextStream(
-        setup.tokenizer, request.stop, end_of_turn_ids(setup.tokenizer) if chat else frozenset()
-    )
+    ends = end_of_turn_ids(setup.tokenizer) if chat else frozenset()
+    text = TextStream(setup.tokenizer, request.stop, ends | request.stop_token_ids)
     committed: list[int] = []
 
     def on_tokens(tokens: tuple[int, ...]) -> None:

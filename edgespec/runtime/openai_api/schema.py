@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgespec.core.wire_limits import SEED_LIMIT
+from edgespec.core.wire_limits import SEED_LIMIT, UINT32_LIMIT
 from edgespec.runtime.openai_api.body import utf8_text
 from edgespec.runtime.openai_api.errors import clip, invalid, shown
 from edgespec.runtime.openai_api.fields import UNKNOWN, check_fields, parse_stream
@@ -29,6 +29,8 @@ from edgespec.runtime.openai_api.sampling_fields import (
 from edgespec.runtime.validation import MAX_IDENTIFIER_CHARS
 
 MAX_STOP = 4
+MAX_STOP_TOKEN_IDS = 64
+"""The most ``stop_token_ids`` a request names (vLLM's field: tokens that end the output)."""
 MAX_STOP_CHARS = 256
 """The longest stop sequence: the text stream holds back what may begin one, looking at
 every prefix of it after each token (time grows with its length squared)."""
@@ -83,6 +85,7 @@ class ParsedRequest:
     slo_class: str
     window: WindowChoice | None
     max_tokens_field: str = "max_tokens"  # or, in chat, max_completion_tokens when given
+    stop_token_ids: frozenset[int] = frozenset()  # end the text before any of them
 
 
 class _DuplicateKey(Exception):
@@ -174,6 +177,23 @@ def _stop(body: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(stops)
 
 
+def _stop_token_ids(body: Mapping[str, Any]) -> frozenset[int]:
+    """``stop_token_ids``: at most ``MAX_STOP_TOKEN_IDS`` token ids (below 2**32, the wire's
+    uint32; against the target's vocabulary once the endpoint knows it)."""
+    value = body.get("stop_token_ids")
+    if value is None:
+        return frozenset()
+    if isinstance(value, list) and len(value) > MAX_STOP_TOKEN_IDS:
+        raise invalid(f"stop_token_ids takes at most {MAX_STOP_TOKEN_IDS} token ids, got "
+                      f"{len(value)}", param="stop_token_ids")  # fmt: skip
+    if not isinstance(value, list) or not all(
+        isinstance(t, int) and not isinstance(t, bool) and 0 <= t < UINT32_LIMIT for t in value
+    ):
+        raise invalid(f"stop_token_ids must be a list of token ids (integers >= 0), got "
+                      f"{shown(value)}", param="stop_token_ids")  # fmt: skip
+    return frozenset(value)
+
+
 def _extension(body: Mapping[str, Any], defaults: Defaults) -> tuple[str, WindowChoice | None]:
     """The ``edgespec`` object: ``slo_class`` and ``window`` (a name, or ``{name, params}``)."""
     ext = body.get("edgespec")
@@ -247,4 +267,5 @@ def parse_request(
         slo_class=slo_class,
         window=window,
         max_tokens_field=max_tokens_field,
+        stop_token_ids=_stop_token_ids(body),
     )

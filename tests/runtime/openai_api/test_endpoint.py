@@ -105,6 +105,49 @@ def test_stop_sequence_cuts_the_text(client: Any, target: TransformersTarget) ->
         assert chunks[-1].choices[0].finish_reason == "stop"
 
 
+def test_stop_token_ids_end_the_text_before_the_token(
+    client: Any, target: TransformersTarget
+) -> None:
+    """vLLM's ``stop_token_ids``: the text ends before the first of them the target commits
+    (``finish_reason`` stop, the token's text not shown), streamed or not; one that never
+    comes changes nothing."""
+    greedy = target_greedy_decode(target, (5, 6, 7), 16)
+    first = greedy.index(greedy[6])  # the first position the token is committed at
+    expected = str(TOKENIZER.decode(list(greedy[:first])))
+    unused = next(t for t in range(64) if t not in greedy)
+    for stream in (False, True):
+        stops = {"stop_token_ids": [greedy[6], unused]}
+        out = client.completions.create(model=MODEL, prompt="w5 w6 w7", max_tokens=16,
+                                        stream=stream, extra_body=stops)  # fmt: skip
+        chunks = list(out) if stream else [out]
+        assert "".join(c.choices[0].text for c in chunks) == expected
+        assert chunks[-1].choices[0].finish_reason == "stop"
+    out = client.completions.create(model=MODEL, prompt="w5 w6 w7", max_tokens=16,
+                                    extra_body={"stop_token_ids": [unused]})  # fmt: skip
+    assert (out.choices[0].text, out.choices[0].finish_reason) == (
+        _oracle(target, (5, 6, 7), 16),
+        "length",
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (7, "stop_token_ids must be a list of token ids (integers >= 0), got 7"),
+        ([1, -1], "stop_token_ids must be a list of token ids (integers >= 0), got [1, -1]"),
+        ([True], "stop_token_ids must be a list of token ids (integers >= 0), got [true]"),
+        ([1.0], "stop_token_ids must be a list of token ids (integers >= 0), got [1.0]"),
+        (list(range(65)), "stop_token_ids takes at most 64 token ids, got 65"),
+        ([3, 64, 900], "stop_token_ids [64, 900] are outside the target's vocabulary of 64"),
+    ],
+)
+def test_stop_token_ids_that_are_no_token_ids_are_a_400(api: Any, value: Any, message: str) -> None:
+    from tests.runtime.openai_api.conftest import _error
+
+    status, error = _error(api, {"model": MODEL, "prompt": "w1", "stop_token_ids": value})
+    assert (status, error["param"], error["message"]) == (400, "stop_token_ids", message)
+
+
 def test_seeded_sampling_is_reproducible(client: Any) -> None:
     def sample(seed: int) -> str:
         out = client.completions.create(model=MODEL, prompt="w1 w2", max_tokens=16,

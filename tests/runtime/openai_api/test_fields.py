@@ -40,7 +40,6 @@ field the route does not know."""
         ("logprobs", 1, "logprobs: 1 is not supported (only null)", PARAMETER),
         ("logprobs", 0, "logprobs: 0 is not supported (only null)", PARAMETER),
         ("logprobs", False, "logprobs: false is not supported (only null)", PARAMETER),
-        ("stop_token_ids", [1], "stop_token_ids: [1] is not supported (only null or [])", VALUE),
         ("reasoning_effort", "high",
          'reasoning_effort: "high" is not supported (only null)', PARAMETER),
         ("modalities", ["audio"],
