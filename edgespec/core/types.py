@@ -24,7 +24,9 @@ class SamplingParams:
     """How the target's output is chosen. ``temperature == 0`` means greedy (argmax); when
     sampling, the row is cut to its ``top_k`` most likely tokens (0: all), then to its
     ``top_p`` nucleus, then to the tokens at least ``min_p`` times as likely as the likeliest
-    (0: no cut), as :mod:`edgespec.core.sampling_cuts` orders them."""
+    (0: no cut), as :mod:`edgespec.core.sampling_cuts` orders them. ``ignore_eos``: the
+    output runs to ``max_new_tokens`` past any end-of-sequence token the target commits
+    (fixed lengths, for benchmarks)."""
 
     temperature: float = 0.0
     top_p: float = 1.0
@@ -32,6 +34,7 @@ class SamplingParams:
     seed: int | None = None
     top_k: int = 0
     min_p: float = 0.0
+    ignore_eos: bool = False
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.temperature) or self.temperature < 0:

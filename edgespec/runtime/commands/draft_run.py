@@ -95,6 +95,7 @@ class DraftRun:
             seed=self.seed,
             top_k=self.config.top_k,
             min_p=self.config.min_p,
+            ignore_eos=self.config.ignore_eos,
         )
 
     def _session_id(self) -> str:

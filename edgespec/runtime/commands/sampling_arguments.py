@@ -1,5 +1,5 @@
 """``edgespec draft``'s sampling flags (:func:`add_sampling_arguments`: the temperature, the
-cuts after it, the seed) and the refusal of those nothing would read
+cuts after it, the seed, ``--ignore-eos``) and the refusal of those nothing would read
 (:func:`check_sampling_flags`)."""
 
 from __future__ import annotations
@@ -37,6 +37,13 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=seed_int, default=None, help="sampling seed (default: fresh entropy)"
     )
+    parser.add_argument(
+        "--ignore-eos",
+        action="store_true",
+        default=None,
+        help="generate --max-new-tokens tokens past any end of sequence the target commits "
+        "(fixed output lengths, for timing)",
+    )
 
 
 def check_sampling_flags(args: argparse.Namespace, config: Any) -> None:
@@ -51,6 +58,8 @@ def check_sampling_flags(args: argparse.Namespace, config: Any) -> None:
         flag = "--" + given[0].replace("_", "-")
         raise UserInputError(f"{flag} {getattr(config, given[0]):g}: {endpoint} {given[0]}; "
                              f"drop {flag}")  # fmt: skip
+    if config.ignore_eos and args.serve_openai is not None:
+        raise UserInputError(f"--ignore-eos: {endpoint} ignore_eos; drop --ignore-eos")
     if args.seed is not None and args.serve_openai is not None:
         raise UserInputError(f"--seed {args.seed}: {endpoint} seed; drop --seed")
     if args.seed is not None and config.temperature == 0:

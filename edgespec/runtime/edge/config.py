@@ -54,6 +54,7 @@ class DrafterConfig:
     top_p: float = 1.0  # nucleus sampling: the most likely tokens holding this mass
     top_k: int = 0  # sample among the top_k most likely tokens (0: all; cut before top_p)
     min_p: float = 0.0  # ... at least min_p times as likely as the likeliest (0: no cut)
+    ignore_eos: bool = False  # generate max_new_tokens past any EOS (fixed lengths)
     slo_class: str = "default"
     client_id: str = "edge-0"
     auth_token: str | None = None

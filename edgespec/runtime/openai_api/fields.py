@@ -12,7 +12,7 @@ from typing import Any
 from edgespec.runtime.openai_api.errors import clip, invalid, shown
 
 APPLIED = ("model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop",
-           "stop_token_ids", "stream", "stream_options", "edgespec")  # fmt: skip
+           "stop_token_ids", "ignore_eos", "stream", "stream_options", "edgespec")  # fmt: skip
 """Fields of both routes that the endpoint applies."""
 
 OWN = {False: ("prompt",), True: ("messages", "max_completion_tokens")}
@@ -38,7 +38,6 @@ UNSUPPORTED: dict[str, tuple[Any, ...]] = {
     "parallel_tool_calls": (),
     "repetition_penalty": (1, 1.0),
     "min_tokens": (0,),
-    "ignore_eos": (False,),
     "reasoning_effort": (),
     "modalities": (["text"],),
     "prediction": (),

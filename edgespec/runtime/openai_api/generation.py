@@ -222,7 +222,7 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
     _check_context(setup, request, len(ids))
     chosen = request.sampling
     sampling = SamplingParams(chosen.temperature, chosen.top_p, request.max_tokens, request.seed,
-                              chosen.top_k, chosen.min_p)  # fmt: skip
+                              chosen.top_k, chosen.min_p, request.ignore_eos)  # fmt: skip
     return PreparedRequest(request, ids, sampling, _window(setup, request))
 
 
@@ -241,7 +241,7 @@ def run_request(
 
     config, request = setup.config, prepared.request
     chat = is_chat(request.prompt)
-    ends = end_of_turn_ids(setup.tokenizer) if chat else frozenset()
+    ends = end_of_turn_ids(setup.tokenizer) if chat and not request.ignore_eos else frozenset()
     text = TextStream(setup.tokenizer, request.stop, ends | request.stop_token_ids)
     committed: list[int] = []
 
@@ -276,11 +276,14 @@ def run_request(
         if rest:
             on_text(rest)
     return Completion(text.text, len(prepared.prompt_ids), text.num_tokens,
-                      _finish(setup, text, committed, request.max_tokens))  # fmt: skip
+                      _finish(setup, text, committed, request))  # fmt: skip
 
 
-def _finish(setup: EdgeSetup, text: TextStream, committed: list[int], max_tokens: int) -> str:
-    """``"length"`` when the output reached ``max_tokens`` without ending, else ``"stop"``."""
-    if text.stopped or len(committed) < max_tokens or committed[-1] in end_ids(setup):
+def _finish(
+    setup: EdgeSetup, text: TextStream, committed: list[int], request: ParsedRequest
+) -> str:
+    """``"length"`` when the output reached ``max_tokens`` without ending (with
+    ``ignore_eos``, without a stop sequence or stop token), else ``"stop"``."""
+    if text.stopped or len(committed) < request.max_tokens:
         return "stop"
-    return "length"
+    return "length" if request.ignore_eos or committed[-1] not in end_ids(setup) else "stop"

@@ -86,6 +86,7 @@ class ParsedRequest:
     window: WindowChoice | None
     max_tokens_field: str = "max_tokens"  # or, in chat, max_completion_tokens when given
     stop_token_ids: frozenset[int] = frozenset()  # end the text before any of them
+    ignore_eos: bool = False  # run to max_tokens past the target's end of sequence
 
 
 class _DuplicateKey(Exception):
@@ -194,6 +195,15 @@ def _stop_token_ids(body: Mapping[str, Any]) -> frozenset[int]:
     return frozenset(value)
 
 
+def _ignore_eos(body: Mapping[str, Any]) -> bool:
+    """``ignore_eos`` (vLLM's): a boolean; true runs to ``max_tokens`` past any end of
+    sequence or, in chat, end of turn (the load generators' fixed output lengths)."""
+    value = body.get("ignore_eos")
+    if value is not None and not isinstance(value, bool):
+        raise invalid(f"ignore_eos must be a boolean, got {shown(value)}", param="ignore_eos")
+    return bool(value)
+
+
 def _extension(body: Mapping[str, Any], defaults: Defaults) -> tuple[str, WindowChoice | None]:
     """The ``edgespec`` object: ``slo_class`` and ``window`` (a name, or ``{name, params}``)."""
     ext = body.get("edgespec")
@@ -268,4 +278,5 @@ def parse_request(
         window=window,
         max_tokens_field=max_tokens_field,
         stop_token_ids=_stop_token_ids(body),
+        ignore_eos=_ignore_eos(body),
     )

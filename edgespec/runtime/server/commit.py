@@ -1,5 +1,6 @@
 """Committing a verdict into its session (:class:`~edgespec.runtime.server.engine.
-VerificationEngine`): the committed tokens cut to the session's budget and its EOS, the KV
+VerificationEngine`): the committed tokens cut to the session's budget and its EOS (unless
+it ignores EOS), the KV
 cropped to what stays valid (the accepted draft tokens' entries; a token tree's accepted
 path), and the :class:`~edgespec.runtime.messages.VerifyOutcome` its reply carries, with the
 target's hidden rows a ``return_hidden`` session's client lacks
@@ -29,12 +30,13 @@ def commit_verdict(
     sampling, draft = s.spec.sampling, call.draft_token_ids
     result, path = judged.result, judged.path
     budget = sampling.max_new_tokens - s.num_output_tokens
-    committed = cut_committed(result.committed_token_ids, budget, backend.eos_token_ids)
+    eos = frozenset() if sampling.ignore_eos else backend.eos_token_ids
+    committed = cut_committed(result.committed_token_ids, budget, eos)
     old_total = len(s.tokens)
     s.tokens.extend(committed)
     s.num_output_tokens += len(committed)
     s.finished = s.num_output_tokens >= sampling.max_new_tokens or (
-        bool(committed) and committed[-1] in backend.eos_token_ids
+        bool(committed) and committed[-1] in eos
     )
     accepted = path if path is not None else tuple(range(result.num_accepted))
     kv_nodes = accepted[: max(len(committed) - 1, 0)]  # the newest token is forwarded next

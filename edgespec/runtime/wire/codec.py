@@ -39,6 +39,7 @@ def spec_to_proto(spec: SessionSpec) -> Any:
         max_new_tokens=s.max_new_tokens,
         top_k=s.top_k,
         min_p=s.min_p,
+        ignore_eos=s.ignore_eos,
     )
     if s.seed is not None:
         sampling.seed = s.seed
@@ -86,6 +87,7 @@ def spec_from_proto(msg: Any) -> SessionSpec:
             seed=s.seed if s.HasField("seed") else None,
             top_k=s.top_k,
             min_p=s.min_p,
+            ignore_eos=s.ignore_eos,
         )
     except ValueError as exc:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, f"sampling: {exc}") from exc

@@ -80,7 +80,7 @@ def test_baseline_requests_carry_the_flags(
     make_ca(tmp_path, "ca")  # --tls-ca holds a certificate, checked as the flags are parsed
     args = ["draft", "--server", "h:1", "--prompt-ids", "4, 5,6", "--mode", "fused"]
     args += ["--seed", "11", "--max-new-tokens", "7", "--temperature", "0.5", "--top-p", "0.9"]
-    args += ["--top-k", "40", "--min-p", "0.05"]
+    args += ["--top-k", "40", "--min-p", "0.05", "--ignore-eos"]
     args += ["--auth-token", "tok", "--tls-ca", "ca.pem", "--set", "slo_class=gold"]
     args += ["--set", "request_timeout_s=9", "--set", "client_id=edge-7"]
     args += ["--max-message-bytes", "8388608"]
@@ -101,7 +101,7 @@ def test_baseline_requests_carry_the_flags(
     assert spec.session_id.startswith("edge-7-") and len(spec.session_id) == len("edge-7-") + 12
     s = spec.sampling
     assert (s.seed, s.max_new_tokens, s.temperature, s.top_p) == (11, 7, 0.5, 0.9)
-    assert (s.top_k, s.min_p) == (40, 0.05)
+    assert (s.top_k, s.min_p, s.ignore_eos) == (40, 0.05, True)
 
 
 def test_window_params_alone_set_the_default_static_window(fake: list[FakeVerifier]) -> None:
@@ -228,6 +228,11 @@ def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
             ["--serve-openai", "127.0.0.1:0", "--temperature", "0.7", "--min-p", "0.05"],
             "--min-p 0.05: the endpoint (--serve-openai) takes each request's own min_p; drop "
             "--min-p",
+        ),
+        (
+            ["--serve-openai", "127.0.0.1:0", "--ignore-eos"],
+            "--ignore-eos: the endpoint (--serve-openai) takes each request's own ignore_eos; "
+            "drop --ignore-eos",
         ),
         (  # was ignored: greedy decoding draws nothing
             ["--prompt-ids", "1", "--seed", "3"],

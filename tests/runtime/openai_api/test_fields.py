@@ -35,7 +35,6 @@ field the route does not know."""
         ("presence_penalty", -1, "presence_penalty: -1 is not supported (only null or 0)",
          VALUE),
         ("min_tokens", 5, "min_tokens: 5 is not supported (only null or 0)", VALUE),
-        ("ignore_eos", True, "ignore_eos: true is not supported (only null or false)", VALUE),
         ("logprobs", True, "logprobs: true is not supported (only null)", PARAMETER),
         ("logprobs", 1, "logprobs: 1 is not supported (only null)", PARAMETER),
         ("logprobs", 0, "logprobs: 0 is not supported (only null)", PARAMETER),
@@ -61,7 +60,7 @@ def test_a_field_that_would_change_the_output_is_refused(
     api: ApiThread, field: str, value: Any, message: str, code: str
 ) -> None:
     """These were answered 200, the field silently ignored; then refused with code null and
-    values in Python's spelling (``ignore_eos=True``, ``only None, False``)."""
+    values in Python's spelling (``logprobs=True``, ``only None, False``)."""
     status, error = _error(api, BASE | {field: value})
     assert (status, error["param"], error["message"], error["code"]) == (
         400, field, message, code,

@@ -121,6 +121,33 @@ def test_eos_as_the_last_allowed_token_is_a_stop(
     assert _complete(client, stream, max_tokens=5) == (words, "length", 5)
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_ignore_eos_runs_to_max_tokens_past_the_eos(
+    client: Any, greedy: tuple[int, ...], stream: bool
+) -> None:
+    """vLLM's ``ignore_eos`` (a load generator's fixed output lengths; was refused): the
+    server commits past its EOS (the 6th token) and, in chat, the end of turn (the 3rd) to
+    max_tokens, the text holding what follows (special tokens not shown)."""
+    assert len(greedy) == 8  # the target without an EOS
+    words = "".join(f"w{t}" for t in greedy if t not in (greedy[2], greedy[5]))
+    eos = {"ignore_eos": True}
+    assert _complete(client, stream, max_tokens=8, extra_body=eos) == (words, "length", 8)
+    assert _complete(client, stream, max_tokens=4, extra_body=eos)[1:] == ("length", 4)
+    chat = client.chat.completions.create(
+        model=MODEL,
+        max_tokens=8,
+        extra_body=eos,
+        messages=[{"role": "user", "content": "w5 w6 w7"}],
+    )
+    choice = chat.choices[0]
+    assert (choice.message.content, choice.finish_reason) == (words, "length")
+    assert chat.usage.completion_tokens == 8
+    assert _complete(client, stream, max_tokens=8, extra_body={"ignore_eos": False})[1:] == (
+        "stop",
+        6,
+    )
+
+
 def _events(client: Any, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
     """The JSON of each event of a stream of ``body`` posted to ``path``, as sent."""
     import urllib.request

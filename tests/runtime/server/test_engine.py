@@ -149,6 +149,10 @@ def test_eos_and_token_budget_end_the_session() -> None:
         plain, NgramDrafter(), PROMPTS[0], 4, SamplingParams(max_new_tokens=3)
     )
     assert budget.output_token_ids == reference[:3]
+    past = speculative_generate(  # ignore_eos: the budget alone ends it, EOS or not
+        target, NgramDrafter(), PROMPTS[0], 4, SamplingParams(max_new_tokens=20, ignore_eos=True)
+    )
+    assert past.output_token_ids == reference
 
 
 @pytest.mark.parametrize(
