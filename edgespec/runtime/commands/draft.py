@@ -58,6 +58,7 @@ def _run(args: argparse.Namespace) -> int:
     say = Stages("draft")
     config = load_config(DrafterConfig, args.config, overrides(args))
     check_sampling_flags(args, config)
+    _warn_of_budget(config)
     stop = stop_policy_from_args(args)
     if stop is not None and args.mode != "distributed":
         raise ConfigError("stop_predictor", f"needs --mode distributed, got {args.mode}")
@@ -101,6 +102,16 @@ def _run(args: argparse.Namespace) -> int:
     if args.records:
         outcome.write_records(args.records)
     return 0
+
+
+def _warn_of_budget(config: Any) -> None:
+    """Say on stderr when ``config``'s progress budget is shorter than its request timeout."""
+    from edgespec.runtime.edge.progress import shorter_budget_warning
+
+    line = shorter_budget_warning(config.progress_timeout_s, config.request_timeout_s,
+                                  "--progress-timeout-s", "--request-timeout-s")  # fmt: skip
+    if line is not None:
+        print(f"edgespec draft: {line}", file=sys.stderr)
 
 
 def _prompt_and_models(

@@ -33,9 +33,14 @@ def run(args: argparse.Namespace) -> int:
     line on stderr, exit 1. SIGTERM stops it as Ctrl-C does: its sessions on the server
     are closed, one line on stderr, exit 128 + the signal's number (143, 130)."""
     from edgespec.runtime.commands.drafting_server_plan import load_plan_flag
+    from edgespec.runtime.edge.progress import shorter_budget_warning
     from edgespec.runtime.errors import RequestError
 
     check_flags(args)
+    line = shorter_budget_warning(args.progress_timeout_s, args.timeout_s,
+                                  "--progress-timeout-s", "--timeout-s")  # fmt: skip
+    if line is not None:
+        print(f"edgespec drafting-server: {line}", file=sys.stderr)
     planning = load_plan_flag(args.plan)  # before the server is asked
     try:  # SIGTERM and Ctrl-C are cli.main's, once the sessions are closed
         return _run(args, planning)

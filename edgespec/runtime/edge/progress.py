@@ -82,3 +82,19 @@ class ProgressWatch:
             f"gave up after {spent} without a committed token ({self._num_committed} "
             f"committed; last error {cause.code.value}: {cause.message})"
         )
+
+
+def shorter_budget_warning(
+    progress_timeout_s: float, request_timeout_s: float, progress_flag: str, request_flag: str
+) -> str | None:
+    """The warning for a progress budget shorter than one call's timeout (``None`` when it
+    is not): each sending of a call waits at most what is left of the budget, so a call
+    slower than the budget gives its request up, and the call timeout never applies. Not
+    an error: a caller may want to give up that soon."""
+    if progress_timeout_s >= request_timeout_s:
+        return None
+    return (
+        f"warning: {progress_flag} {progress_timeout_s:g} is below {request_flag} "
+        f"{request_timeout_s:g}: a verification call slower than {progress_timeout_s:g} s "
+        f"gives its request up, and {request_flag} never applies"
+    )

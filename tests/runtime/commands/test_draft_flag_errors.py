@@ -321,3 +321,22 @@ def test_a_tree_as_deep_as_the_window_reaches_is_kept() -> None:
     check_tree_depth("2,2,1,1", StaticWindow(4))
     check_tree_depth("2,1,1,1,1,1,1,1", DynamicWindow())  # up to its max_gamma 8
     check_tree_depth(None, StaticWindow(1))
+
+
+@pytest.mark.parametrize(
+    ("flags", "warned"),
+    [(["--progress-timeout-s", "5"], True), (["--progress-timeout-s", "5",
+      "--request-timeout-s", "5"], False), ([], False)],
+)  # fmt: skip
+def test_a_progress_budget_below_the_request_timeout_is_said(
+    fake: list[FakeVerifier], flags: list[str], warned: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each sending of a call waits at most what is left of the progress budget: below the
+    request timeout, a slower call gives its request up, which the run says once, first."""
+    assert main([*BASE, "--prompt-ids", "1", "--mode", "centralized", *flags]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    warning = ("edgespec draft: warning: --progress-timeout-s 5 is below --request-timeout-s "
+               "30: a verification call slower than 5 s gives its request up, and "
+               "--request-timeout-s never applies")  # fmt: skip
+    assert (lines[0] == warning) == warned
+    assert sum("warning" in line for line in lines) == warned

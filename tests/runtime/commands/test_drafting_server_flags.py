@@ -60,6 +60,17 @@ def test_out_of_range_flags_are_one_line_before_the_server_is_asked(
     assert capsys.readouterr().err == f"edgespec drafting-server: {message}\n"
 
 
+def test_a_progress_budget_below_the_timeout_is_said_first(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Said before anything else can fail (here the plan it then looks for)."""
+    assert main([*CLI, "--progress-timeout-s", "2", "--timeout-s", "5", "--plan", "nosuch"]) == 2
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first == ("edgespec drafting-server: warning: --progress-timeout-s 2 is below "
+                     "--timeout-s 5: a verification call slower than 2 s gives its request up, "
+                     "and --timeout-s never applies")  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("ids", "message"),
     [
