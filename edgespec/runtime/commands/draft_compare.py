@@ -1,11 +1,12 @@
 """``edgespec draft --compare``: centralized then distributed decoding of one prompt, the
 speed-up of distributed over centralized tokens/s and whether the outputs are
-token-identical, and which baseline the speed-up is over: the server's numerics (its
-Health says them; an older server does not, and nothing is claimed). On the exact server
-the target alone decodes on the batch-invariant kernels, which pad every pass to
-``ROW_MULTIPLE`` rows: a decoded token costs about what a verified block does, so the
-speed-up over it overstates the one over plain decoding on the library's kernels
-(``edgespec serve --backend transformers-lossy``)."""
+token-identical (greedy; sampled outputs are two draws of one distribution, not compared
+token by token: ``--ignore-eos`` gives both the same length), and which baseline the
+speed-up is over: the server's numerics (its Health says them; an older server does not,
+and nothing is claimed). On the exact server the target alone decodes on the
+batch-invariant kernels, which pad every pass to ``ROW_MULTIPLE`` rows: a decoded token
+costs about what a verified block does, so the speed-up over it overstates the one over
+plain decoding on the library's kernels (``edgespec serve --backend transformers-lossy``)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def compare(
 ) -> int:  # fmt: skip
     """``--compare``: centralized (``ready`` before its first token is asked for), then
     distributed, on the same prompt, each output under its label on stdout; on stderr the
-    speed-up (over the server's ``numerics``) and whether the outputs are token-identical
+    speed-up (over the server's ``numerics``) and whether greedy outputs are token-identical
     (exit 1 when they are not)."""
     print("centralized (the server decodes alone):", flush=True)
     central = run.server_side(fused=False, ready=ready)
@@ -34,9 +35,12 @@ def compare(
     spec.report("distributed")
     if args.records:
         spec.write_records(args.records)
-    same = central.output == spec.output
+    sampled = run.config.temperature > 0
+    same = sampled or central.output == spec.output
     outputs = (
-        "identical"
+        "sampled (two draws of the target's distribution, not compared token by token)"
+        if sampled
+        else "identical"
         if same
         else f"differ from token {first_difference(central.output, spec.output)}"
     )

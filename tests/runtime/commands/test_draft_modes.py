@@ -128,11 +128,27 @@ def test_compare_exits_1_when_the_outputs_differ(
     assert len(speedup) == 1 and speedup[0].endswith("outputs differ from token 0")
 
 
+def test_a_sampled_compare_times_both_and_compares_no_tokens(
+    server: ServerThread, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was refused (greedy only): two seeded draws of one distribution need not agree, so
+    the speed-up is said and the outputs are not held against each other (exit 0);
+    ``--ignore-eos`` gives both the whole budget."""
+    argv = ["draft", "--server", f"127.0.0.1:{server.port}", "--draft", "ngram", "--compare",
+            "--prompt-ids", "1,2,3", "--max-new-tokens", "6", "--temperature", "0.9",
+            "--top-k", "8", "--seed", "4", "--ignore-eos"]  # fmt: skip
+    assert main(argv) == 0
+    _, lines = split_stages(capsys.readouterr().err)
+    assert lines[0].startswith("[centralized: 6 tokens, ")
+    assert lines[1].startswith("[distributed: 6 tokens, ")
+    assert lines[2].endswith("; outputs sampled (two draws of the target's distribution, not "
+                             "compared token by token)")  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
         (["--mode", "centralized"], "--mode: --compare runs distributed and centralized"),
-        (["--temperature", "0.5"], "--temperature: --compare checks token-identical outputs"),
     ],
 )
 def test_compare_refusals(
