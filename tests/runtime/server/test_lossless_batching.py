@@ -96,6 +96,11 @@ class _Plan:
     join_round: int
     temperature: float = 0.0
     seed: int = 0
+    cuts: tuple[float, int, float] = (1.0, 0, 0.0)  # top_p, top_k, min_p
+
+
+CUTS = [(1.0, 0, 0.0), (0.9, 0, 0.0), (1.0, 5, 0.0), (0.95, 20, 0.05), (1.0, 0, 0.2)]
+"""(top_p, top_k, min_p) a sampled session may draw: each row cut as it is alone."""
 
 
 def _plans(data: st.DataObject, sampled: bool) -> list[_Plan]:
@@ -114,6 +119,9 @@ def _plans(data: st.DataObject, sampled: bool) -> list[_Plan]:
                 if sampled
                 else 0.0,
                 seed=seed,
+                cuts=data.draw(st.sampled_from(CUTS), label=f"s{i} cuts")
+                if sampled
+                else (1.0, 0, 0.0),
             )
         )
     return plans
@@ -144,7 +152,9 @@ def _verify(engine: VerificationEngine, calls: list[VerifyCall]) -> list[VerifyO
 
 def _open(engine: VerificationEngine, plans: list[_Plan], i: int) -> None:
     p = plans[i]
-    sampling = SamplingParams(temperature=p.temperature, max_new_tokens=p.max_new, seed=p.seed)
+    top_p, top_k, min_p = p.cuts if p.temperature > 0 else (1.0, 0, 0.0)
+    sampling = SamplingParams(temperature=p.temperature, max_new_tokens=p.max_new, seed=p.seed,
+                              top_p=top_p, top_k=top_k, min_p=min_p)  # fmt: skip
     engine.open_session(SessionSpec(f"s{i}", "c", p.prompt, sampling))
 
 
