@@ -230,3 +230,22 @@ def test_eviction_under_a_small_kv_budget_is_transparent(
         assert result.output_token_ids == target_greedy_decode(target, prompt, MAX_NEW)
     stats = RemoteVerifier(f"127.0.0.1:{server.port}").stats()
     assert stats.num_evictions > 0 and stats.num_reprefills > 0
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["centralized", "fused"])
+def test_server_side_runs_sample_from_the_cut_rows(
+    make_server: ServerFactory, target: TransformersTarget, fused: bool
+) -> None:
+    """Generate's decoding and a fused run sample through the one verification: top_k 1 at
+    temperature 1 is the target's greedy decoding; without the cut the same seed samples."""
+    server = make_server()
+    verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
+
+    def run(session_id: str, **cuts: Any) -> tuple[int, ...]:
+        sampling = SamplingParams(temperature=1.0, max_new_tokens=12, seed=3, **cuts)
+        spec = SessionSpec(session_id, "c", PROMPTS[2], sampling)
+        return tuple(t for chunk in verifier.generate(spec, fused=fused, gamma=3) for t in chunk)
+
+    greedy = target_greedy_decode(target, PROMPTS[2], 12)
+    assert run("cut", top_k=1) == greedy
+    assert run("uncut") != greedy
