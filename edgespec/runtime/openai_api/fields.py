@@ -15,7 +15,7 @@ APPLIED = ("model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "see
            "stop_token_ids", "ignore_eos", "stream", "stream_options", "edgespec")  # fmt: skip
 """Fields of both routes that the endpoint applies."""
 
-OWN = {False: ("prompt",), True: ("messages", "max_completion_tokens")}
+OWN = {False: ("prompt", "echo"), True: ("messages", "max_completion_tokens")}
 """Fields of ``/v1/completions`` (``False``) or ``/v1/chat/completions`` (``True``) only."""
 
 ROUTES = {False: "/v1/completions", True: "/v1/chat/completions"}
@@ -23,7 +23,6 @@ ROUTES = {False: "/v1/completions", True: "/v1/chat/completions"}
 UNSUPPORTED: dict[str, tuple[Any, ...]] = {
     "n": (1,),
     "best_of": (1,),
-    "echo": (False,),
     "logprobs": (False,),
     "suffix": (),
     "top_logprobs": (0,),
@@ -47,10 +46,14 @@ UNSUPPORTED: dict[str, tuple[Any, ...]] = {
 is refused, not ignored: a penalty, a bias, a sampling cut or a response format this
 endpoint would not apply); a route's own values in :data:`ROUTE_UNSUPPORTED`."""
 
-ROUTE_UNSUPPORTED: dict[bool, dict[str, tuple[Any, ...]]] = {False: {"logprobs": ()}, True: {}}
+ROUTE_UNSUPPORTED: dict[bool, dict[str, tuple[Any, ...]]] = {
+    False: {"logprobs": ()},
+    True: {"echo": (False,)},
+}
 """What a route takes instead of :data:`UNSUPPORTED`'s: ``logprobs`` is chat's boolean
 (``false`` is off) but an integer on ``/v1/completions``, where even 0 returns the chosen
-tokens' log probabilities: only null."""
+tokens' log probabilities: only null; ``echo`` is applied on ``/v1/completions`` (the prompt
+before the completion), and in chat (vLLM's, echoing the last message) only ``false``."""
 
 UNKNOWN = "unknown_parameter"
 """The code of a refused field the route does not know (OpenAI's)."""
@@ -88,7 +91,7 @@ def _unsupported(body: Mapping[str, Any], chat: bool) -> None:
 def check_fields(body: Mapping[str, Any], chat: bool) -> None:
     """A 400 naming the first field ``body`` may not carry (in its order), or the first
     of :data:`UNSUPPORTED` at a value that would change the output."""
-    known = {*APPLIED, *OWN[chat], *UNSUPPORTED, *IGNORED}
+    known = {*APPLIED, *OWN[chat], *UNSUPPORTED, *ROUTE_UNSUPPORTED[chat], *IGNORED}
     for name, value in body.items():
         if name in known or value is None:
             continue

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from edgespec.core.types import SamplingParams
 from edgespec.models.chat_templates import end_of_turn_ids
@@ -37,8 +37,8 @@ from edgespec.runtime.openai_api.errors import (
     invalid,
     shown,
 )
-from edgespec.runtime.openai_api.messages import is_chat
-from edgespec.runtime.openai_api.prompts import prompt_ids, prompt_param
+from edgespec.runtime.openai_api.messages import Prompt, is_chat
+from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK, prompt_ids, prompt_param
 from edgespec.runtime.openai_api.schema import Limits, ParsedRequest
 from edgespec.runtime.openai_api.session_tracker import tracked
 from edgespec.runtime.openai_api.text import TextStream
@@ -244,6 +244,9 @@ def run_request(
     ends = end_of_turn_ids(setup.tokenizer) if chat and not request.ignore_eos else frozenset()
     text = TextStream(setup.tokenizer, request.stop, ends | request.stop_token_ids)
     committed: list[int] = []
+    echoed = _echoed(setup, request.prompt) if request.echo else ""
+    if echoed:
+        on_text(echoed)
 
     def on_tokens(tokens: tuple[int, ...]) -> None:
         committed.extend(tokens)
@@ -275,8 +278,16 @@ def run_request(
         rest = text.finish()
         if rest:
             on_text(rest)
-    return Completion(text.text, len(prepared.prompt_ids), text.num_tokens,
+    return Completion(echoed + text.text, len(prepared.prompt_ids), text.num_tokens,
                       _finish(setup, text, committed, request))  # fmt: skip
+
+
+def _echoed(setup: EdgeSetup, prompt: Prompt) -> str:
+    """``echo``'s text: a text prompt as given, token ids decoded (a completions prompt)."""
+    if isinstance(prompt, str):
+        return prompt
+    with TOKENIZER_LOCK:
+        return str(setup.tokenizer.decode(list(cast(tuple[int, ...], prompt))))
 
 
 def _finish(

@@ -87,6 +87,7 @@ class ParsedRequest:
     max_tokens_field: str = "max_tokens"  # or, in chat, max_completion_tokens when given
     stop_token_ids: frozenset[int] = frozenset()  # end the text before any of them
     ignore_eos: bool = False  # run to max_tokens past the target's end of sequence
+    echo: bool = False  # /v1/completions: the prompt's text before the completion's
 
 
 class _DuplicateKey(Exception):
@@ -195,12 +196,13 @@ def _stop_token_ids(body: Mapping[str, Any]) -> frozenset[int]:
     return frozenset(value)
 
 
-def _ignore_eos(body: Mapping[str, Any]) -> bool:
-    """``ignore_eos`` (vLLM's): a boolean; true runs to ``max_tokens`` past any end of
-    sequence or, in chat, end of turn (the load generators' fixed output lengths)."""
-    value = body.get("ignore_eos")
+def _boolean(body: Mapping[str, Any], name: str) -> bool:
+    """Field ``name``, a boolean (absent or null: false): ``ignore_eos`` (vLLM's: run to
+    ``max_tokens`` past any end of sequence or, in chat, end of turn, the load generators'
+    fixed output lengths) or ``echo`` (the prompt's text before the completion's)."""
+    value = body.get(name)
     if value is not None and not isinstance(value, bool):
-        raise invalid(f"ignore_eos must be a boolean, got {shown(value)}", param="ignore_eos")
+        raise invalid(f"{name} must be a boolean, got {shown(value)}", param=name)
     return bool(value)
 
 
@@ -278,5 +280,6 @@ def parse_request(
         window=window,
         max_tokens_field=max_tokens_field,
         stop_token_ids=_stop_token_ids(body),
-        ignore_eos=_ignore_eos(body),
+        ignore_eos=_boolean(body, "ignore_eos"),
+        echo=not chat and _boolean(body, "echo"),
     )

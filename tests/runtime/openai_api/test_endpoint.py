@@ -148,6 +148,29 @@ def test_stop_token_ids_that_are_no_token_ids_are_a_400(api: Any, value: Any, me
     assert (status, error["param"], error["message"]) == (400, "stop_token_ids", message)
 
 
+def test_echo_puts_the_prompt_before_the_completion(
+    client: Any, api: Any, target: TransformersTarget
+) -> None:
+    """``echo`` (was refused): the prompt's text (token ids decoded) and then the
+    completion, streamed or not; the usage counts as without it. Chat takes only false."""
+    from tests.runtime.openai_api.conftest import _error
+
+    completion = _oracle(target, (5, 6, 7), 8)
+    for prompt, echoed in (("w5 w6 w7", "w5 w6 w7"), ([5, 6, 7], TOKENIZER.decode([5, 6, 7]))):
+        for stream in (False, True):
+            out = client.completions.create(model=MODEL, prompt=prompt, max_tokens=8,
+                                            stream=stream, echo=True)  # fmt: skip
+            chunks = list(out) if stream else [out]
+            text = "".join(c.choices[0].text for c in chunks)
+            assert text == echoed + completion, (prompt, stream)  # text as given
+    plain = client.completions.create(model=MODEL, prompt="w5 w6 w7", max_tokens=8, echo=False)
+    assert plain.choices[0].text == completion
+    chat = {"model": MODEL, "messages": [{"role": "user", "content": "w1"}], "echo": True}
+    status, error = _error(api, chat, "/v1/chat/completions")
+    assert (status, error["param"], error["message"]) == (
+        400, "echo", "echo: true is not supported (only null or false)")  # fmt: skip
+
+
 def test_seeded_sampling_is_reproducible(client: Any) -> None:
     def sample(seed: int) -> str:
         out = client.completions.create(model=MODEL, prompt="w1 w2", max_tokens=16,
