@@ -12,8 +12,8 @@ for a server, not twice as long.
 ``usage.completion_tokens`` counts the tokens of the text returned (a stop sequence, a chat
 template's end-of-turn token and what a round committed after them are not counted; an
 end-of-sequence token the model ended on is). ``finish_reason`` is ``"length"`` only when
-the output reached ``max_tokens`` without ending: a last token that is an end of sequence
-(:func:`end_ids`) is a ``"stop"``."""
+the output reached ``max_tokens`` without ending (a last token that is an end of sequence,
+:func:`end_ids`, is a ``"stop"``, unless the request ignores EOS)."""
 
 from __future__ import annotations
 
@@ -220,9 +220,9 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
     _check_context(setup, request, 1)  # max_tokens alone: before the prompt is tokenized
     ids = prompt_ids(setup.tokenizer, setup.special_ids, request.prompt, setup.vocab_size, limits)
     _check_context(setup, request, len(ids))
-    chosen = request.sampling
-    sampling = SamplingParams(chosen.temperature, chosen.top_p, request.max_tokens, request.seed,
-                              chosen.top_k, chosen.min_p, request.ignore_eos)  # fmt: skip
+    c, eos = request.sampling, request.ignore_eos
+    sampling = SamplingParams(c.temperature, c.top_p, request.max_tokens, request.seed,
+                              top_k=c.top_k, min_p=c.min_p, ignore_eos=eos)  # fmt: skip
     return PreparedRequest(request, ids, sampling, _window(setup, request))
 
 
