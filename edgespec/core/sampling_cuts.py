@@ -1,7 +1,8 @@
 """The cuts a sampled row takes after its temperature, in the order Hugging Face's and
 vLLM's samplers make them: top-k (the ``top_k`` most likely tokens), then top-p over what
 top-k kept (the nucleus), then min-p (the tokens at least ``min_p`` times as likely as the
-likeliest). Their ranges, checked wherever they enter (:class:`~edgespec.core.types.SamplingParams`,
+likeliest). Their ranges, and a ``logit_bias``'s (added to the logits before all of them, greedy
+decoding included), checked wherever they enter (:class:`~edgespec.core.types.SamplingParams`,
 the drafter's config, the OpenAI endpoint); the cuts themselves are
 :func:`edgespec.runtime.sampling.logits_to_probs`."""
 
@@ -25,6 +26,28 @@ def min_p_problem(min_p: float) -> str | None:
     if not (math.isfinite(min_p) and 0 <= min_p <= 1):
         return f"must be in [0, 1] (0: no cut), got {min_p:g}"
     return wire_float_problem(min_p)
+
+
+MAX_LOGIT_BIAS = 300
+"""The most tokens a ``logit_bias`` names (OpenAI's limit)."""
+
+MAX_BIAS = 100.0
+"""A bias is in [-100, 100], added to its token's logit (OpenAI's range: -100 all but bans
+the token, 100 all but forces it)."""
+
+
+def logit_bias_problem(logit_bias: tuple[tuple[int, float], ...]) -> str | None:
+    """Why ``logit_bias`` ((token id, bias) pairs, ids ascending, each once) is not one the
+    wire carries: too many ids, an id over its uint32, a bias out of range or not finite."""
+    if len(logit_bias) > MAX_LOGIT_BIAS:
+        return f"names at most {MAX_LOGIT_BIAS} tokens, got {len(logit_bias)}"
+    ids = [token for token, _ in logit_bias]
+    if ids != sorted(set(ids)) or any(not 0 <= t < UINT32_LIMIT for t in ids):
+        return f"must name token ids in [0, 2**32) once each, ascending, got {ids[:5]}"
+    bad = [b for _, b in logit_bias if not (math.isfinite(b) and -MAX_BIAS <= b <= MAX_BIAS)]
+    if bad:
+        return f"biases must be in [-100, 100], got {bad[0]:g}"
+    return None
 
 
 def cuts_on(top_p: float, top_k: int, min_p: float) -> tuple[str, ...]:

@@ -1,9 +1,8 @@
 """Frozen records that cross module boundaries (simulator, server, drafter, policies).
 
 Conventions: times are seconds (``_s``) unless the name says otherwise, sizes are
-``num_`` counts or ``_bytes``; token ids are plain ``int``. Arrays (probabilities,
-hidden states) are numpy arrays owned by the record: callers must not mutate them.
-"""
+``num_`` counts or ``_bytes``; token ids are plain ``int``. Arrays (probabilities, hidden
+states) are numpy arrays owned by the record: callers must not mutate them."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from edgespec.core.sampling_cuts import min_p_problem, top_k_problem
+from edgespec.core.sampling_cuts import logit_bias_problem, min_p_problem, top_k_problem
 from edgespec.core.wire_limits import wire_float_problem
 
 FloatArray = npt.NDArray[np.float32] | npt.NDArray[np.float64]
@@ -24,9 +23,9 @@ class SamplingParams:
     """How the target's output is chosen. ``temperature == 0`` means greedy (argmax); when
     sampling, the row is cut to its ``top_k`` most likely tokens (0: all), then to its
     ``top_p`` nucleus, then to the tokens at least ``min_p`` times as likely as the likeliest
-    (0: no cut), as :mod:`edgespec.core.sampling_cuts` orders them. ``ignore_eos``: the
-    output runs to ``max_new_tokens`` past any end-of-sequence token the target commits
-    (fixed lengths, for benchmarks)."""
+    (0: no cut), as :mod:`edgespec.core.sampling_cuts` orders them; ``logit_bias`` (token
+    id, bias) pairs are added to the logits first, greedy too. ``ignore_eos``: the output
+    runs to ``max_new_tokens`` past any end of sequence the target commits (fixed lengths)."""
 
     temperature: float = 0.0
     top_p: float = 1.0
@@ -35,6 +34,7 @@ class SamplingParams:
     top_k: int = 0
     min_p: float = 0.0
     ignore_eos: bool = False
+    logit_bias: tuple[tuple[int, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.temperature) or self.temperature < 0:
@@ -46,10 +46,11 @@ class SamplingParams:
                 raise ValueError(f"{name} {problem}")
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
-        if (problem := top_k_problem(self.top_k)) is not None:
-            raise ValueError(f"top_k {problem}")
-        if (problem := min_p_problem(self.min_p)) is not None:
-            raise ValueError(f"min_p {problem}")
+        for name, problem in (("top_k", top_k_problem(self.top_k)),
+                              ("min_p", min_p_problem(self.min_p)),
+                              ("logit_bias", logit_bias_problem(self.logit_bias))):  # fmt: skip
+            if problem is not None:
+                raise ValueError(f"{name} {problem}")
 
     @property
     def greedy(self) -> bool:

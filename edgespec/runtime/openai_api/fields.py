@@ -1,7 +1,7 @@
 """Which fields a request may carry: those the endpoint applies; those it does not apply,
 taken only at a value that changes nothing (:data:`UNSUPPORTED`); a few that never change
 the output, accepted and ignored (:data:`IGNORED`). Any other field is refused with a 400
-naming it, never ignored: a client that asks for ``logit_bias`` or ``repetition_penalty`` is
+naming it, never ignored: a client that asks for ``logprobs`` or ``repetition_penalty`` is
 told it does not get it. A field given as ``null`` counts as absent."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Any
 from edgespec.runtime.openai_api.errors import clip, invalid, shown
 
 APPLIED = ("model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop",
-           "stop_token_ids", "ignore_eos", "stream", "stream_options", "edgespec")  # fmt: skip
+           "stop_token_ids", "ignore_eos", "logit_bias", "stream", "stream_options",
+           "edgespec")  # fmt: skip
 """Fields of both routes that the endpoint applies."""
 
 OWN = {False: ("prompt", "echo"), True: ("messages", "max_completion_tokens")}
@@ -28,7 +29,6 @@ UNSUPPORTED: dict[str, tuple[Any, ...]] = {
     "top_logprobs": (0,),
     "presence_penalty": (0, 0.0),
     "frequency_penalty": (0, 0.0),
-    "logit_bias": ({},),
     "response_format": ({"type": "text"},),
     "tools": ([],),
     "tool_choice": ("none",),
@@ -43,7 +43,7 @@ UNSUPPORTED: dict[str, tuple[Any, ...]] = {
     "service_tier": ("auto", "default"),
 }
 """Fields accepted only absent, null or at these values, of their JSON type (anything else
-is refused, not ignored: a penalty, a bias, a sampling cut or a response format this
+is refused, not ignored: a penalty, log probabilities or a response format this
 endpoint would not apply); a route's own values in :data:`ROUTE_UNSUPPORTED`."""
 
 ROUTE_UNSUPPORTED: dict[bool, dict[str, tuple[Any, ...]]] = {

@@ -182,13 +182,13 @@ def _check_sampling(setup: EdgeSetup, request: ParsedRequest) -> None:
                       code="unsupported_value")  # fmt: skip
 
 
-def _check_stop_token_ids(setup: EdgeSetup, request: ParsedRequest) -> None:
-    """``stop_token_ids`` the target's vocabulary lacks (the endpoint would wait for a token
-    no round can commit), refused before the request waits for a worker."""
-    bad = sorted(t for t in request.stop_token_ids if t >= setup.vocab_size)
-    if bad:
-        raise invalid(f"stop_token_ids {shown(bad[:5])} are outside the target's vocabulary "
-                      f"of {setup.vocab_size}", param="stop_token_ids")  # fmt: skip
+def _check_token_ids(setup: EdgeSetup, request: ParsedRequest) -> None:
+    """``stop_token_ids`` or ``logit_bias`` ids out of the vocabulary, refused before a wait."""
+    for name, ids in (("stop_token_ids", request.stop_token_ids),
+                      ("logit_bias", [t for t, _ in request.sampling.logit_bias])):  # fmt: skip
+        if bad := sorted(t for t in ids if t >= setup.vocab_size):
+            raise invalid(f"{name} {shown(bad[:5])} are outside the target's vocabulary of "
+                          f"{setup.vocab_size}", param=name)  # fmt: skip
 
 
 def _check_slo_class(setup: EdgeSetup, request: ParsedRequest) -> None:
@@ -215,14 +215,12 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
     """Tokenize ``request``'s prompt (bounded by ``limits``), check it and ``max_tokens``
     against the target's context, and make its window policy."""
     _check_sampling(setup, request)
-    _check_stop_token_ids(setup, request)
+    _check_token_ids(setup, request)
     _check_slo_class(setup, request)
     _check_context(setup, request, 1)  # max_tokens alone: before the prompt is tokenized
     ids = prompt_ids(setup.tokenizer, setup.special_ids, request.prompt, setup.vocab_size, limits)
     _check_context(setup, request, len(ids))
-    c, eos = request.sampling, request.ignore_eos
-    sampling = SamplingParams(c.temperature, c.top_p, request.max_tokens, request.seed,
-                              top_k=c.top_k, min_p=c.min_p, ignore_eos=eos)  # fmt: skip
+    sampling = request.sampling.params(request.max_tokens, request.seed, request.ignore_eos)
     return PreparedRequest(request, ids, sampling, _window(setup, request))
 
 

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from edgespec.core.sampling_cuts import cuts_on
+from edgespec.core.sampling_cuts import MAX_BIAS, MAX_LOGIT_BIAS, cuts_on
+from edgespec.core.types import SamplingParams
 from edgespec.core.wire_limits import UINT32_LIMIT, wire_float_problem
 from edgespec.runtime.openai_api.errors import invalid, shown
 
@@ -22,6 +23,20 @@ class SamplingFields:
     top_p: float = 1.0
     top_k: int = 0
     min_p: float = 0.0
+    logit_bias: tuple[tuple[int, float], ...] = ()  # token ids ascending
+
+    def params(self, max_tokens: int, seed: int | None, ignore_eos: bool) -> SamplingParams:
+        """The session's :class:`SamplingParams`: these fields and the request's others."""
+        return SamplingParams(
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_new_tokens=max_tokens,
+            seed=seed,
+            top_k=self.top_k,
+            min_p=self.min_p,
+            ignore_eos=ignore_eos,
+            logit_bias=self.logit_bias,
+        )
 
 
 def number_field(
@@ -63,6 +78,29 @@ def _top_k(body: Mapping[str, Any]) -> int:
     return max(top_k, 0)
 
 
+def _logit_bias(body: Mapping[str, Any]) -> tuple[tuple[int, float], ...]:
+    """``logit_bias`` as OpenAI takes it: an object of at most ``MAX_LOGIT_BIAS`` token ids
+    (decimal strings) to biases in [-100, 100], added to the logits (greedy too)."""
+    value = body.get("logit_bias")
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or len(value) > MAX_LOGIT_BIAS:
+        raise invalid(f"logit_bias must be an object of at most {MAX_LOGIT_BIAS} token ids to "
+                      f"biases, got {shown(value)}", param="logit_bias")  # fmt: skip
+    pairs = []
+    for key, bias in value.items():
+        if not (key.isascii() and key.isdecimal() and len(key) <= 10 and int(key) < UINT32_LIMIT):
+            raise invalid(f"logit_bias keys are token ids, got {shown(key)}", param="logit_bias")
+        number = isinstance(bias, int | float) and not isinstance(bias, bool)
+        if not (number and -MAX_BIAS <= bias <= MAX_BIAS):  # NaN compares false
+            raise invalid(f"logit_bias[{shown(key)}] must be a number in [-100, 100], got "
+                          f"{shown(bias)}", param="logit_bias")  # fmt: skip
+        pairs.append((int(key), float(bias)))
+    if len({t for t, _ in pairs}) < len(pairs):  # "7" and "07"
+        raise invalid("logit_bias names a token twice", param="logit_bias")
+    return tuple(sorted(pairs))
+
+
 def parse_sampling(body: Mapping[str, Any], default_temperature: float) -> SamplingFields:
     """``temperature`` (default ``default_temperature``: the config's, not OpenAI's 1),
     ``top_k``, ``top_p`` in [0, 1] as OpenAI takes it, ``min_p`` in [0, 1]. A ``top_p`` of 0
@@ -85,6 +123,7 @@ def parse_sampling(body: Mapping[str, Any], default_temperature: float) -> Sampl
         raise invalid(f"{name} {shown(body[name])} does nothing at temperature 0 (greedy)"
                       f"{default}: give a temperature > 0 to sample with {name}",
                       param=name, code="unsupported_value")  # fmt: skip
+    bias = _logit_bias(body)
     if top_p == 0:
-        return SamplingFields(0.0)
-    return SamplingFields(temperature, top_p, top_k, min_p)
+        return SamplingFields(0.0, logit_bias=bias)
+    return SamplingFields(temperature, top_p, top_k, min_p, bias)

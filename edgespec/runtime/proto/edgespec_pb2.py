@@ -24,57 +24,61 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%edgespec/runtime/proto/edgespec.proto\x12\x0b\x65\x64gespec.v1\"\x94\x01\n\x08Sampling\x12\x13\n\x0btemperature\x18\x01 \x01(\x02\x12\r\n\x05top_p\x18\x02 \x01(\x02\x12\x16\n\x0emax_new_tokens\x18\x03 \x01(\r\x12\x11\n\x04seed\x18\x04 \x01(\x04H\x00\x88\x01\x01\x12\r\n\x05top_k\x18\x05 \x01(\r\x12\r\n\x05min_p\x18\x06 \x01(\x02\x12\x12\n\nignore_eos\x18\x07 \x01(\x08\x42\x07\n\x05_seed\"\x8d\x02\n\x12OpenSessionRequest\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x11\n\tclient_id\x18\x03 \x01(\t\x12\x18\n\x10prompt_token_ids\x18\x04 \x03(\r\x12\'\n\x08sampling\x18\x05 \x01(\x0b\x32\x15.edgespec.v1.Sampling\x12\x11\n\tslo_class\x18\x06 \x01(\t\x12\x15\n\rreturn_hidden\x18\x07 \x01(\x08\x12\x19\n\x11verification_rule\x18\x08 \x01(\t\x12.\n\x08semantic\x18\t \x01(\x0b\x32\x1c.edgespec.v1.SemanticOptions\"T\n\x0fSemanticOptions\x12\x11\n\tthreshold\x18\x01 \x01(\r\x12\x12\n\nuplink_bps\x18\x02 \x01(\x01\x12\x0b\n\x03per\x18\x03 \x01(\x01\x12\r\n\x05rtt_s\x18\x04 \x01(\x01\"W\n\x13OpenSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nvocab_size\x18\x02 \x01(\r\x12\x18\n\x10protocol_version\x18\x03 \x01(\r\"\xdf\x02\n\rVerifyRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nprefix_len\x18\x02 \x01(\r\x12\x17\n\x0f\x64raft_token_ids\x18\x03 \x03(\r\x12\x17\n\x0b\x64raft_probs\x18\x04 \x03(\x02\x42\x02\x10\x01\x12\x15\n\rdraft_parents\x18\x05 \x03(\x05\x12)\n\x08payloads\x18\x06 \x03(\x0b\x32\x17.edgespec.v1.NamedArray\x12\x0f\n\x07\x64raft_s\x18\x07 \x01(\x01\x12\x11\n\tnetwork_s\x18\x08 \x01(\x01\x12\x14\n\x0c\x64raft_hidden\x18\t \x01(\x0c\x12\x19\n\x11\x64raft_hidden_size\x18\n \x01(\r\x12\x1b\n\x13\x64raft_support_sizes\x18\x0b \x03(\r\x12\x19\n\x11\x64raft_support_ids\x18\x0c \x03(\r\x12\x10\n\x08\x62\x61tch_id\x18\r \x01(\t\x12\x13\n\x0b\x62\x61tch_calls\x18\x0e \x01(\r\"=\n\nNamedArray\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05shape\x18\x02 \x03(\r\x12\x12\n\x06values\x18\x03 \x03(\x02\x42\x02\x10\x01\"\xfa\x02\n\x0eVerifyResponse\x12\x13\n\x0bnum_drafted\x18\x01 \x01(\r\x12\x14\n\x0cnum_accepted\x18\x02 \x01(\r\x12\x17\n\x0f\x66irst_rejection\x18\x03 \x01(\x05\x12\x13\n\x0b\x65xtra_token\x18\x04 \x01(\r\x12\x1b\n\x13\x63ommitted_token_ids\x18\x05 \x03(\r\x12\x10\n\x08\x66inished\x18\x06 \x01(\x08\x12\x0f\n\x07queue_s\x18\x07 \x01(\x01\x12\x10\n\x08verify_s\x18\x08 \x01(\x01\x12\x12\n\nbatch_size\x18\t \x01(\r\x12\x15\n\rtarget_hidden\x18\n \x01(\x0c\x12\x1b\n\x13target_hidden_start\x18\x0b \x01(\r\x12\x13\n\x0bhidden_size\x18\x0c \x01(\r\x12\x16\n\x0e\x61\x63\x63\x65pted_nodes\x18\r \x03(\r\x12\x13\n\x0bqueue_depth\x18\x0e \x01(\r\x12\x16\n\x0ehidden_request\x18\x0f \x03(\r\x12\x1b\n\x13\x61\x63\x63\x65pted_mismatches\x18\x10 \x01(\r\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\'\n\x14\x43loseSessionResponse\x12\x0f\n\x07\x65xisted\x18\x01 \x01(\x08\"s\n\x0fGenerateRequest\x12\x30\n\x07session\x18\x01 \x01(\x0b\x32\x1f.edgespec.v1.OpenSessionRequest\x12\x1f\n\x04mode\x18\x02 \x01(\x0e\x32\x11.edgespec.v1.Mode\x12\r\n\x05gamma\x18\x03 \x01(\r\"4\n\rGenerateChunk\x12\x11\n\ttoken_ids\x18\x01 \x03(\r\x12\x10\n\x08\x66inished\x18\x02 \x01(\x08\"\xa0\x02\n\x0fHistorySnapshot\x12\x16\n\x0erecent_drafted\x18\x01 \x03(\r\x12\x17\n\x0frecent_accepted\x18\x02 \x03(\r\x12\x12\n\nnum_rounds\x18\x03 \x01(\r\x12\r\n\x05gamma\x18\x04 \x01(\r\x12\x19\n\x11last_num_accepted\x18\x05 \x01(\r\x12\x1b\n\x13num_committed_total\x18\x06 \x01(\r\x12\x13\n\x0bqueue_depth\x18\x07 \x01(\r\x12\x11\n\tnetwork_s\x18\x08 \x01(\x01\x12\r\n\x05\x66used\x18\t \x01(\x08\x12\x1e\n\x11\x66irst_token_age_s\x18\n \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x0cwindow_state\x18\x0b \x03(\x01\x42\x14\n\x12_first_token_age_s\"t\n\x0c\x46usedRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nprefix_len\x18\x02 \x01(\r\x12\r\n\x05gamma\x18\x03 \x01(\r\x12-\n\x07history\x18\x04 \x01(\x0b\x32\x1c.edgespec.v1.HistorySnapshot\"\xce\x01\n\x0f\x46usedRoundChunk\x12\r\n\x05gamma\x18\x01 \x01(\r\x12\x17\n\x0f\x64raft_token_ids\x18\x02 \x03(\r\x12\x0f\n\x07\x64raft_s\x18\x03 \x01(\x01\x12,\n\x07verdict\x18\x04 \x01(\x0b\x32\x1b.edgespec.v1.VerifyResponse\x12\x11\n\trun_ended\x18\x05 \x01(\x08\x12\x12\n\nnext_gamma\x18\x06 \x01(\r\x12-\n\x07history\x18\x07 \x01(\x0b\x32\x1c.edgespec.v1.HistorySnapshot\"\x0e\n\x0cStatsRequest\"3\n\x0e\x42\x61tchSizeCount\x12\x12\n\nbatch_size\x18\x01 \x01(\r\x12\r\n\x05\x63ount\x18\x02 \x01(\x04\"\xc1\x03\n\rStatsResponse\x12\x13\n\x0bqueue_depth\x18\x01 \x01(\r\x12\x14\n\x0cnum_sessions\x18\x02 \x01(\r\x12\x13\n\x0bnum_batches\x18\x03 \x01(\x04\x12\x17\n\x0fmean_batch_size\x18\x04 \x01(\x01\x12\x16\n\x0emax_batch_size\x18\x05 \x01(\r\x12\x30\n\x0b\x62\x61tch_sizes\x18\x06 \x03(\x0b\x32\x1b.edgespec.v1.BatchSizeCount\x12\x1c\n\x14num_tokens_forwarded\x18\x07 \x01(\x04\x12\x16\n\x0enum_cache_hits\x18\x08 \x01(\x04\x12\x18\n\x10num_cache_misses\x18\t \x01(\x04\x12\x17\n\x0f\x63\x61\x63he_hit_ratio\x18\n \x01(\x01\x12\x15\n\rnum_evictions\x18\x0b \x01(\x04\x12\x16\n\x0enum_reprefills\x18\x0c \x01(\x04\x12\x19\n\x11num_cached_tokens\x18\r \x01(\x04\x12\x18\n\x10num_cached_bytes\x18\x0e \x01(\x04\x12\x1c\n\x14num_expired_sessions\x18\x0f \x01(\x04\x12\x14\n\x0cnum_rejected\x18\x10 \x01(\x04\x12\x0c\n\x04\x62usy\x18\x11 \x01(\x08\"\x0f\n\rHealthRequest\"\xdd\x01\n\x0eHealthResponse\x12\x0f\n\x07serving\x18\x01 \x01(\x08\x12\x18\n\x10protocol_version\x18\x02 \x01(\r\x12\x12\n\nvocab_size\x18\x03 \x01(\r\x12\x18\n\x10max_draft_tokens\x18\x04 \x01(\r\x12\x0e\n\x06target\x18\x05 \x01(\t\x12\x1a\n\x12max_context_tokens\x18\x06 \x01(\r\x12\x13\n\x0bslo_classes\x18\x07 \x03(\t\x12\x1f\n\x17max_sessions_per_client\x18\x08 \x01(\r\x12\x10\n\x08numerics\x18\t \x01(\t*,\n\x04Mode\x12\x14\n\x10MODE_CENTRALIZED\x10\x00\x12\x0e\n\nMODE_FUSED\x10\x01\x32\x8a\x04\n\x0cVerification\x12P\n\x0bOpenSession\x12\x1f.edgespec.v1.OpenSessionRequest\x1a .edgespec.v1.OpenSessionResponse\x12\x41\n\x06Verify\x12\x1a.edgespec.v1.VerifyRequest\x1a\x1b.edgespec.v1.VerifyResponse\x12S\n\x0c\x43loseSession\x12 .edgespec.v1.CloseSessionRequest\x1a!.edgespec.v1.CloseSessionResponse\x12\x46\n\x08Generate\x12\x1c.edgespec.v1.GenerateRequest\x1a\x1a.edgespec.v1.GenerateChunk0\x01\x12>\n\x05Stats\x12\x19.edgespec.v1.StatsRequest\x1a\x1a.edgespec.v1.StatsResponse\x12\x41\n\x06Health\x12\x1a.edgespec.v1.HealthRequest\x1a\x1b.edgespec.v1.HealthResponse\x12\x45\n\x08RunFused\x12\x19.edgespec.v1.FusedRequest\x1a\x1c.edgespec.v1.FusedRoundChunk0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%edgespec/runtime/proto/edgespec.proto\x12\x0b\x65\x64gespec.v1\"\x80\x02\n\x08Sampling\x12\x13\n\x0btemperature\x18\x01 \x01(\x02\x12\r\n\x05top_p\x18\x02 \x01(\x02\x12\x16\n\x0emax_new_tokens\x18\x03 \x01(\r\x12\x11\n\x04seed\x18\x04 \x01(\x04H\x00\x88\x01\x01\x12\r\n\x05top_k\x18\x05 \x01(\r\x12\r\n\x05min_p\x18\x06 \x01(\x02\x12\x12\n\nignore_eos\x18\x07 \x01(\x08\x12\x38\n\nlogit_bias\x18\x08 \x03(\x0b\x32$.edgespec.v1.Sampling.LogitBiasEntry\x1a\x30\n\x0eLogitBiasEntry\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\x42\x07\n\x05_seed\"\x8d\x02\n\x12OpenSessionRequest\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x11\n\tclient_id\x18\x03 \x01(\t\x12\x18\n\x10prompt_token_ids\x18\x04 \x03(\r\x12\'\n\x08sampling\x18\x05 \x01(\x0b\x32\x15.edgespec.v1.Sampling\x12\x11\n\tslo_class\x18\x06 \x01(\t\x12\x15\n\rreturn_hidden\x18\x07 \x01(\x08\x12\x19\n\x11verification_rule\x18\x08 \x01(\t\x12.\n\x08semantic\x18\t \x01(\x0b\x32\x1c.edgespec.v1.SemanticOptions\"T\n\x0fSemanticOptions\x12\x11\n\tthreshold\x18\x01 \x01(\r\x12\x12\n\nuplink_bps\x18\x02 \x01(\x01\x12\x0b\n\x03per\x18\x03 \x01(\x01\x12\r\n\x05rtt_s\x18\x04 \x01(\x01\"W\n\x13OpenSessionResponse\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nvocab_size\x18\x02 \x01(\r\x12\x18\n\x10protocol_version\x18\x03 \x01(\r\"\xdf\x02\n\rVerifyRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nprefix_len\x18\x02 \x01(\r\x12\x17\n\x0f\x64raft_token_ids\x18\x03 \x03(\r\x12\x17\n\x0b\x64raft_probs\x18\x04 \x03(\x02\x42\x02\x10\x01\x12\x15\n\rdraft_parents\x18\x05 \x03(\x05\x12)\n\x08payloads\x18\x06 \x03(\x0b\x32\x17.edgespec.v1.NamedArray\x12\x0f\n\x07\x64raft_s\x18\x07 \x01(\x01\x12\x11\n\tnetwork_s\x18\x08 \x01(\x01\x12\x14\n\x0c\x64raft_hidden\x18\t \x01(\x0c\x12\x19\n\x11\x64raft_hidden_size\x18\n \x01(\r\x12\x1b\n\x13\x64raft_support_sizes\x18\x0b \x03(\r\x12\x19\n\x11\x64raft_support_ids\x18\x0c \x03(\r\x12\x10\n\x08\x62\x61tch_id\x18\r \x01(\t\x12\x13\n\x0b\x62\x61tch_calls\x18\x0e \x01(\r\"=\n\nNamedArray\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05shape\x18\x02 \x03(\r\x12\x12\n\x06values\x18\x03 \x03(\x02\x42\x02\x10\x01\"\xfa\x02\n\x0eVerifyResponse\x12\x13\n\x0bnum_drafted\x18\x01 \x01(\r\x12\x14\n\x0cnum_accepted\x18\x02 \x01(\r\x12\x17\n\x0f\x66irst_rejection\x18\x03 \x01(\x05\x12\x13\n\x0b\x65xtra_token\x18\x04 \x01(\r\x12\x1b\n\x13\x63ommitted_token_ids\x18\x05 \x03(\r\x12\x10\n\x08\x66inished\x18\x06 \x01(\x08\x12\x0f\n\x07queue_s\x18\x07 \x01(\x01\x12\x10\n\x08verify_s\x18\x08 \x01(\x01\x12\x12\n\nbatch_size\x18\t \x01(\r\x12\x15\n\rtarget_hidden\x18\n \x01(\x0c\x12\x1b\n\x13target_hidden_start\x18\x0b \x01(\r\x12\x13\n\x0bhidden_size\x18\x0c \x01(\r\x12\x16\n\x0e\x61\x63\x63\x65pted_nodes\x18\r \x03(\r\x12\x13\n\x0bqueue_depth\x18\x0e \x01(\r\x12\x16\n\x0ehidden_request\x18\x0f \x03(\r\x12\x1b\n\x13\x61\x63\x63\x65pted_mismatches\x18\x10 \x01(\r\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\'\n\x14\x43loseSessionResponse\x12\x0f\n\x07\x65xisted\x18\x01 \x01(\x08\"s\n\x0fGenerateRequest\x12\x30\n\x07session\x18\x01 \x01(\x0b\x32\x1f.edgespec.v1.OpenSessionRequest\x12\x1f\n\x04mode\x18\x02 \x01(\x0e\x32\x11.edgespec.v1.Mode\x12\r\n\x05gamma\x18\x03 \x01(\r\"4\n\rGenerateChunk\x12\x11\n\ttoken_ids\x18\x01 \x03(\r\x12\x10\n\x08\x66inished\x18\x02 \x01(\x08\"\xa0\x02\n\x0fHistorySnapshot\x12\x16\n\x0erecent_drafted\x18\x01 \x03(\r\x12\x17\n\x0frecent_accepted\x18\x02 \x03(\r\x12\x12\n\nnum_rounds\x18\x03 \x01(\r\x12\r\n\x05gamma\x18\x04 \x01(\r\x12\x19\n\x11last_num_accepted\x18\x05 \x01(\r\x12\x1b\n\x13num_committed_total\x18\x06 \x01(\r\x12\x13\n\x0bqueue_depth\x18\x07 \x01(\r\x12\x11\n\tnetwork_s\x18\x08 \x01(\x01\x12\r\n\x05\x66used\x18\t \x01(\x08\x12\x1e\n\x11\x66irst_token_age_s\x18\n \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x0cwindow_state\x18\x0b \x03(\x01\x42\x14\n\x12_first_token_age_s\"t\n\x0c\x46usedRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x12\n\nprefix_len\x18\x02 \x01(\r\x12\r\n\x05gamma\x18\x03 \x01(\r\x12-\n\x07history\x18\x04 \x01(\x0b\x32\x1c.edgespec.v1.HistorySnapshot\"\xce\x01\n\x0f\x46usedRoundChunk\x12\r\n\x05gamma\x18\x01 \x01(\r\x12\x17\n\x0f\x64raft_token_ids\x18\x02 \x03(\r\x12\x0f\n\x07\x64raft_s\x18\x03 \x01(\x01\x12,\n\x07verdict\x18\x04 \x01(\x0b\x32\x1b.edgespec.v1.VerifyResponse\x12\x11\n\trun_ended\x18\x05 \x01(\x08\x12\x12\n\nnext_gamma\x18\x06 \x01(\r\x12-\n\x07history\x18\x07 \x01(\x0b\x32\x1c.edgespec.v1.HistorySnapshot\"\x0e\n\x0cStatsRequest\"3\n\x0e\x42\x61tchSizeCount\x12\x12\n\nbatch_size\x18\x01 \x01(\r\x12\r\n\x05\x63ount\x18\x02 \x01(\x04\"\xc1\x03\n\rStatsResponse\x12\x13\n\x0bqueue_depth\x18\x01 \x01(\r\x12\x14\n\x0cnum_sessions\x18\x02 \x01(\r\x12\x13\n\x0bnum_batches\x18\x03 \x01(\x04\x12\x17\n\x0fmean_batch_size\x18\x04 \x01(\x01\x12\x16\n\x0emax_batch_size\x18\x05 \x01(\r\x12\x30\n\x0b\x62\x61tch_sizes\x18\x06 \x03(\x0b\x32\x1b.edgespec.v1.BatchSizeCount\x12\x1c\n\x14num_tokens_forwarded\x18\x07 \x01(\x04\x12\x16\n\x0enum_cache_hits\x18\x08 \x01(\x04\x12\x18\n\x10num_cache_misses\x18\t \x01(\x04\x12\x17\n\x0f\x63\x61\x63he_hit_ratio\x18\n \x01(\x01\x12\x15\n\rnum_evictions\x18\x0b \x01(\x04\x12\x16\n\x0enum_reprefills\x18\x0c \x01(\x04\x12\x19\n\x11num_cached_tokens\x18\r \x01(\x04\x12\x18\n\x10num_cached_bytes\x18\x0e \x01(\x04\x12\x1c\n\x14num_expired_sessions\x18\x0f \x01(\x04\x12\x14\n\x0cnum_rejected\x18\x10 \x01(\x04\x12\x0c\n\x04\x62usy\x18\x11 \x01(\x08\"\x0f\n\rHealthRequest\"\xdd\x01\n\x0eHealthResponse\x12\x0f\n\x07serving\x18\x01 \x01(\x08\x12\x18\n\x10protocol_version\x18\x02 \x01(\r\x12\x12\n\nvocab_size\x18\x03 \x01(\r\x12\x18\n\x10max_draft_tokens\x18\x04 \x01(\r\x12\x0e\n\x06target\x18\x05 \x01(\t\x12\x1a\n\x12max_context_tokens\x18\x06 \x01(\r\x12\x13\n\x0bslo_classes\x18\x07 \x03(\t\x12\x1f\n\x17max_sessions_per_client\x18\x08 \x01(\r\x12\x10\n\x08numerics\x18\t \x01(\t*,\n\x04Mode\x12\x14\n\x10MODE_CENTRALIZED\x10\x00\x12\x0e\n\nMODE_FUSED\x10\x01\x32\x8a\x04\n\x0cVerification\x12P\n\x0bOpenSession\x12\x1f.edgespec.v1.OpenSessionRequest\x1a .edgespec.v1.OpenSessionResponse\x12\x41\n\x06Verify\x12\x1a.edgespec.v1.VerifyRequest\x1a\x1b.edgespec.v1.VerifyResponse\x12S\n\x0c\x43loseSession\x12 .edgespec.v1.CloseSessionRequest\x1a!.edgespec.v1.CloseSessionResponse\x12\x46\n\x08Generate\x12\x1c.edgespec.v1.GenerateRequest\x1a\x1a.edgespec.v1.GenerateChunk0\x01\x12>\n\x05Stats\x12\x19.edgespec.v1.StatsRequest\x1a\x1a.edgespec.v1.StatsResponse\x12\x41\n\x06Health\x12\x1a.edgespec.v1.HealthRequest\x1a\x1b.edgespec.v1.HealthResponse\x12\x45\n\x08RunFused\x12\x19.edgespec.v1.FusedRequest\x1a\x1c.edgespec.v1.FusedRoundChunk0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'edgespec.runtime.proto.edgespec_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_SAMPLING_LOGITBIASENTRY']._loaded_options = None
+  _globals['_SAMPLING_LOGITBIASENTRY']._serialized_options = b'8\001'
   _globals['_VERIFYREQUEST'].fields_by_name['draft_probs']._loaded_options = None
   _globals['_VERIFYREQUEST'].fields_by_name['draft_probs']._serialized_options = b'\020\001'
   _globals['_NAMEDARRAY'].fields_by_name['values']._loaded_options = None
   _globals['_NAMEDARRAY'].fields_by_name['values']._serialized_options = b'\020\001'
-  _globals['_MODE']._serialized_start=3085
-  _globals['_MODE']._serialized_end=3129
+  _globals['_MODE']._serialized_start=3193
+  _globals['_MODE']._serialized_end=3237
   _globals['_SAMPLING']._serialized_start=55
-  _globals['_SAMPLING']._serialized_end=203
-  _globals['_OPENSESSIONREQUEST']._serialized_start=206
-  _globals['_OPENSESSIONREQUEST']._serialized_end=475
-  _globals['_SEMANTICOPTIONS']._serialized_start=477
-  _globals['_SEMANTICOPTIONS']._serialized_end=561
-  _globals['_OPENSESSIONRESPONSE']._serialized_start=563
-  _globals['_OPENSESSIONRESPONSE']._serialized_end=650
-  _globals['_VERIFYREQUEST']._serialized_start=653
-  _globals['_VERIFYREQUEST']._serialized_end=1004
-  _globals['_NAMEDARRAY']._serialized_start=1006
-  _globals['_NAMEDARRAY']._serialized_end=1067
-  _globals['_VERIFYRESPONSE']._serialized_start=1070
-  _globals['_VERIFYRESPONSE']._serialized_end=1448
-  _globals['_CLOSESESSIONREQUEST']._serialized_start=1450
-  _globals['_CLOSESESSIONREQUEST']._serialized_end=1491
-  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1493
-  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1532
-  _globals['_GENERATEREQUEST']._serialized_start=1534
-  _globals['_GENERATEREQUEST']._serialized_end=1649
-  _globals['_GENERATECHUNK']._serialized_start=1651
-  _globals['_GENERATECHUNK']._serialized_end=1703
-  _globals['_HISTORYSNAPSHOT']._serialized_start=1706
-  _globals['_HISTORYSNAPSHOT']._serialized_end=1994
-  _globals['_FUSEDREQUEST']._serialized_start=1996
-  _globals['_FUSEDREQUEST']._serialized_end=2112
-  _globals['_FUSEDROUNDCHUNK']._serialized_start=2115
-  _globals['_FUSEDROUNDCHUNK']._serialized_end=2321
-  _globals['_STATSREQUEST']._serialized_start=2323
-  _globals['_STATSREQUEST']._serialized_end=2337
-  _globals['_BATCHSIZECOUNT']._serialized_start=2339
-  _globals['_BATCHSIZECOUNT']._serialized_end=2390
-  _globals['_STATSRESPONSE']._serialized_start=2393
-  _globals['_STATSRESPONSE']._serialized_end=2842
-  _globals['_HEALTHREQUEST']._serialized_start=2844
-  _globals['_HEALTHREQUEST']._serialized_end=2859
-  _globals['_HEALTHRESPONSE']._serialized_start=2862
-  _globals['_HEALTHRESPONSE']._serialized_end=3083
-  _globals['_VERIFICATION']._serialized_start=3132
-  _globals['_VERIFICATION']._serialized_end=3654
+  _globals['_SAMPLING']._serialized_end=311
+  _globals['_SAMPLING_LOGITBIASENTRY']._serialized_start=254
+  _globals['_SAMPLING_LOGITBIASENTRY']._serialized_end=302
+  _globals['_OPENSESSIONREQUEST']._serialized_start=314
+  _globals['_OPENSESSIONREQUEST']._serialized_end=583
+  _globals['_SEMANTICOPTIONS']._serialized_start=585
+  _globals['_SEMANTICOPTIONS']._serialized_end=669
+  _globals['_OPENSESSIONRESPONSE']._serialized_start=671
+  _globals['_OPENSESSIONRESPONSE']._serialized_end=758
+  _globals['_VERIFYREQUEST']._serialized_start=761
+  _globals['_VERIFYREQUEST']._serialized_end=1112
+  _globals['_NAMEDARRAY']._serialized_start=1114
+  _globals['_NAMEDARRAY']._serialized_end=1175
+  _globals['_VERIFYRESPONSE']._serialized_start=1178
+  _globals['_VERIFYRESPONSE']._serialized_end=1556
+  _globals['_CLOSESESSIONREQUEST']._serialized_start=1558
+  _globals['_CLOSESESSIONREQUEST']._serialized_end=1599
+  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1601
+  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1640
+  _globals['_GENERATEREQUEST']._serialized_start=1642
+  _globals['_GENERATEREQUEST']._serialized_end=1757
+  _globals['_GENERATECHUNK']._serialized_start=1759
+  _globals['_GENERATECHUNK']._serialized_end=1811
+  _globals['_HISTORYSNAPSHOT']._serialized_start=1814
+  _globals['_HISTORYSNAPSHOT']._serialized_end=2102
+  _globals['_FUSEDREQUEST']._serialized_start=2104
+  _globals['_FUSEDREQUEST']._serialized_end=2220
+  _globals['_FUSEDROUNDCHUNK']._serialized_start=2223
+  _globals['_FUSEDROUNDCHUNK']._serialized_end=2429
+  _globals['_STATSREQUEST']._serialized_start=2431
+  _globals['_STATSREQUEST']._serialized_end=2445
+  _globals['_BATCHSIZECOUNT']._serialized_start=2447
+  _globals['_BATCHSIZECOUNT']._serialized_end=2498
+  _globals['_STATSRESPONSE']._serialized_start=2501
+  _globals['_STATSRESPONSE']._serialized_end=2950
+  _globals['_HEALTHREQUEST']._serialized_start=2952
+  _globals['_HEALTHREQUEST']._serialized_end=2967
+  _globals['_HEALTHRESPONSE']._serialized_start=2970
+  _globals['_HEALTHRESPONSE']._serialized_end=3191
+  _globals['_VERIFICATION']._serialized_start=3240
+  _globals['_VERIFICATION']._serialized_end=3762
 # @@protoc_insertion_point(module_scope)

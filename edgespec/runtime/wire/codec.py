@@ -40,6 +40,7 @@ def spec_to_proto(spec: SessionSpec) -> Any:
         top_k=s.top_k,
         min_p=s.min_p,
         ignore_eos=s.ignore_eos,
+        logit_bias=dict(s.logit_bias),
     )
     if s.seed is not None:
         sampling.seed = s.seed
@@ -88,6 +89,7 @@ def spec_from_proto(msg: Any) -> SessionSpec:
             top_k=s.top_k,
             min_p=s.min_p,
             ignore_eos=s.ignore_eos,
+            logit_bias=tuple(sorted(s.logit_bias.items())),
         )
     except ValueError as exc:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, f"sampling: {exc}") from exc

@@ -171,6 +171,25 @@ def test_echo_puts_the_prompt_before_the_completion(
         400, "echo", "echo: true is not supported (only null or false)")  # fmt: skip
 
 
+def test_logit_bias_is_added_to_the_targets_logits(client: Any, api: Any) -> None:
+    """``logit_bias`` (was refused unless empty): +100 on one token makes greedy decoding
+    take it at every position; bad keys, biases and ids are 400s naming the field."""
+    from tests.runtime.openai_api.conftest import _error
+
+    out = client.completions.create(model=MODEL, prompt="w5 w6 w7", max_tokens=6,
+                                    logit_bias={"9": 100})  # fmt: skip
+    assert out.choices[0].text == TOKENIZER.decode([9] * 6)
+    for bias, message in (
+        ({"w9": 1}, 'logit_bias keys are token ids, got "w9"'),
+        ({"9": 101}, 'logit_bias["9"] must be a number in [-100, 100], got 101'),
+        ({"9": True}, 'logit_bias["9"] must be a number in [-100, 100], got true'),
+        ({"64": 1}, "logit_bias [64] are outside the target's vocabulary of 64"),
+        ({"9": 1, "09": 2}, "logit_bias names a token twice"),
+    ):
+        status, error = _error(api, {"model": MODEL, "prompt": "w1", "logit_bias": bias})
+        assert (status, error["param"], error["message"]) == (400, "logit_bias", message)
+
+
 def test_seeded_sampling_is_reproducible(client: Any) -> None:
     def sample(seed: int) -> str:
         out = client.completions.create(model=MODEL, prompt="w1 w2", max_tokens=16,

@@ -107,7 +107,7 @@ def test_oversized_body_is_413_and_long_prompt_400(api: ApiThread) -> None:
         ("stop", "x" * 257, "stop"),  # held-back prefixes cost its length squared per token
         ("n", True, "n"),  # True == 1, but not the default
         ("presence_penalty", 0.5, "presence_penalty"),  # ignored before: refused, not ignored
-        ("logit_bias", {"5": 10}, "logit_bias"),
+        ("logit_bias", {"5": 101}, "logit_bias"),
         ("response_format", {"type": "json_object"}, "response_format"),
         ("tools", [{"type": "function"}], "tools"),
         ("echo", 0, "echo"),

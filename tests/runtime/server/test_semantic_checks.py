@@ -49,6 +49,11 @@ from tests.runtime.server.semantic_engine import semantic_engine as _engine
             {"sampling": SamplingParams(temperature=0.8, max_new_tokens=4)},
             "semantic verification is greedy only; session 's' samples at temperature 0.8",
         ),
+        (
+            GOOD,
+            {"sampling": SamplingParams(max_new_tokens=4, logit_bias=((3, 5.0),))},
+            "semantic verification judges the target's own argmax: no logit_bias",
+        ),
     ],
 )
 def test_what_a_semantic_session_may_ask_for(

@@ -47,7 +47,8 @@ def test_unset_open_session_fields_decode_to_the_defaults() -> None:
 
 def test_a_session_spec_crosses_the_wire_field_by_field() -> None:
     sampling = SamplingParams(temperature=0.75, top_p=0.5, max_new_tokens=9, seed=0, top_k=40,
-                              min_p=0.125, ignore_eos=True)  # fmt: skip
+                              min_p=0.125, ignore_eos=True,
+                              logit_bias=((3, -2.5), (40, 100.0), (2**32 - 1, 0.1)))  # fmt: skip
     spec = SessionSpec("s", "c", (1, 2), sampling, "gold", True, "snr")
     wire = pb.OpenSessionRequest.FromString(spec_to_proto(spec).SerializeToString())
     assert spec_from_proto(wire) == spec
