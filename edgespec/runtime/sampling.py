@@ -46,9 +46,7 @@ def logits_to_probs(
     if top_p < 1.0:
         probs = _cut(probs, lambda row: _nucleus(row, top_p))
     if min_p > 0.0:
-        kept = probs >= min_p * probs.max(axis=-1, keepdims=True)
-        probs = np.where(kept, probs, 0.0)
-        probs /= probs.sum(axis=-1, keepdims=True)
+        probs = _kept(probs, probs >= min_p * probs.max(axis=-1, keepdims=True))
     return probs
 
 
@@ -62,6 +60,11 @@ def _cut(
         probs.reshape(-1, probs.shape[-1]), keep.reshape(-1, probs.shape[-1]), strict=True
     ):
         row_keep[keep_of(row)] = True
+    return _kept(probs, keep)
+
+
+def _kept(probs: npt.NDArray[np.float64], keep: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+    """``probs`` where ``keep`` holds, 0 elsewhere, each row renormalized."""
     probs = np.where(keep, probs, 0.0)
     return np.asarray(probs / probs.sum(axis=-1, keepdims=True), dtype=np.float64)
 

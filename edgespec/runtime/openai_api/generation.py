@@ -38,7 +38,12 @@ from edgespec.runtime.openai_api.errors import (
     shown,
 )
 from edgespec.runtime.openai_api.messages import Prompt, is_chat
-from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK, prompt_ids, prompt_param
+from edgespec.runtime.openai_api.prompts import (
+    TOKENIZER_LOCK,
+    check_vocabulary,
+    prompt_ids,
+    prompt_param,
+)
 from edgespec.runtime.openai_api.schema import Limits, ParsedRequest
 from edgespec.runtime.openai_api.session_tracker import tracked
 from edgespec.runtime.openai_api.text import TextStream
@@ -182,15 +187,6 @@ def _check_sampling(setup: EdgeSetup, request: ParsedRequest) -> None:
                       code="unsupported_value")  # fmt: skip
 
 
-def _check_token_ids(setup: EdgeSetup, request: ParsedRequest) -> None:
-    """``stop_token_ids`` or ``logit_bias`` ids out of the vocabulary, refused before a wait."""
-    for name, ids in (("stop_token_ids", request.stop_token_ids),
-                      ("logit_bias", [t for t, _ in request.sampling.logit_bias])):  # fmt: skip
-        if bad := sorted(t for t in ids if t >= setup.vocab_size):
-            raise invalid(f"{name} {shown(bad[:5])} are outside the target's vocabulary of "
-                          f"{setup.vocab_size}", param=name)  # fmt: skip
-
-
 def _check_slo_class(setup: EdgeSetup, request: ParsedRequest) -> None:
     """An SLO class the servers lack (when their Health says theirs), refused before the
     request waits for a worker (the server refused it only once a session was asked for)."""
@@ -215,7 +211,9 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
     """Tokenize ``request``'s prompt (bounded by ``limits``), check it and ``max_tokens``
     against the target's context, and make its window policy."""
     _check_sampling(setup, request)
-    _check_token_ids(setup, request)
+    vocab = setup.vocab_size  # a stop id no round could commit, a bias on no token: 400s
+    check_vocabulary(sorted(request.stop_token_ids), vocab, "stop_token_ids", "stop_token_ids")
+    check_vocabulary([t for t, _ in request.sampling.logit_bias], vocab, "logit_bias", "logit_bias")
     _check_slo_class(setup, request)
     _check_context(setup, request, 1)  # max_tokens alone: before the prompt is tokenized
     ids = prompt_ids(setup.tokenizer, setup.special_ids, request.prompt, setup.vocab_size, limits)

@@ -7,6 +7,7 @@ chat template is rendered outside it)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from typing import Any, cast
 
 from edgespec.runtime.openai_api.chat_prompt import chat_ids
@@ -16,6 +17,14 @@ from edgespec.runtime.openai_api.schema import Limits
 
 TOKENIZER_LOCK = threading.Lock()
 """Fast tokenizers refuse concurrent use ("Already borrowed"): every call holds this."""
+
+
+def check_vocabulary(ids: Iterable[int], vocab_size: int, what: str, param: str) -> None:
+    """A 400 at ``param`` naming the first five of ``ids`` (as given) the target's
+    vocabulary of ``vocab_size`` lacks, called ``what``."""
+    if bad := [t for t in ids if t >= vocab_size]:
+        raise invalid(f"{what} {shown(bad[:5])} are outside the target's vocabulary of "
+                      f"{vocab_size}", param=param)  # fmt: skip
 
 
 def prompt_ids(
@@ -31,10 +40,7 @@ def prompt_ids(
         ids = tuple(chat_ids(tokenizer, cast(tuple[Message, ...], prompt), TOKENIZER_LOCK, special))
     else:
         ids = cast(tuple[int, ...], prompt)
-        bad = [t for t in ids if t >= vocab_size]
-        if bad:
-            raise invalid(f"prompt token ids {shown(bad[:5])} are outside the target's "
-                          f"vocabulary of {vocab_size}", param="prompt")  # fmt: skip
+        check_vocabulary(ids, vocab_size, "prompt token ids", "prompt")
     if not ids:
         raise invalid("the prompt is empty after tokenization", param=prompt_param(prompt))
     if len(ids) > limits.max_prompt_tokens:
