@@ -1,3 +1,3 @@
 """Speculative-decoding core: shared record types, accept/reject math, draft-logit features,
 and the rules both hosts share (a prefill part's size, :mod:`.prefill_parts`; the sampling
-cuts' order and ranges, :mod:`.sampling_cuts`)."""
+cuts' order and ranges, :mod:`.sampling_cuts`; the penalties, :mod:`.penalties`)."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from edgespec.core.penalties import additive_penalty_problem, repetition_penalty_problem
 from edgespec.core.sampling_cuts import logit_bias_problem, min_p_problem, top_k_problem
 from edgespec.core.wire_limits import wire_float_problem
 
@@ -24,8 +25,10 @@ class SamplingParams:
     sampling, the row is cut to its ``top_k`` most likely tokens (0: all), then to its
     ``top_p`` nucleus, then to the tokens at least ``min_p`` times as likely as the likeliest
     (0: no cut), as :mod:`edgespec.core.sampling_cuts` orders them; ``logit_bias`` (token
-    id, bias) pairs are added to the logits first, greedy too. ``ignore_eos``: the output
-    runs to ``max_new_tokens`` past any end of sequence the target commits (fixed lengths)."""
+    id, bias) pairs are added to the logits first, greedy too, then the penalties
+    (``repetition_penalty``, ``frequency_penalty``, ``presence_penalty``:
+    :mod:`edgespec.core.penalties`). ``ignore_eos``: the output runs to ``max_new_tokens``
+    past any end of sequence the target commits (fixed lengths)."""
 
     temperature: float = 0.0
     top_p: float = 1.0
@@ -35,6 +38,9 @@ class SamplingParams:
     min_p: float = 0.0
     ignore_eos: bool = False
     logit_bias: tuple[tuple[int, float], ...] = ()
+    repetition_penalty: float = 1.0
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.temperature) or self.temperature < 0:
@@ -48,13 +54,25 @@ class SamplingParams:
             raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
         for name, problem in (("top_k", top_k_problem(self.top_k)),
                               ("min_p", min_p_problem(self.min_p)),
-                              ("logit_bias", logit_bias_problem(self.logit_bias))):  # fmt: skip
+                              ("logit_bias", logit_bias_problem(self.logit_bias)),
+                              ("repetition_penalty",
+                               repetition_penalty_problem(self.repetition_penalty)),
+                              ("frequency_penalty",
+                               additive_penalty_problem(self.frequency_penalty)),
+                              ("presence_penalty",
+                               additive_penalty_problem(self.presence_penalty))):  # fmt: skip
             if problem is not None:
                 raise ValueError(f"{name} {problem}")
 
     @property
     def greedy(self) -> bool:
         return self.temperature == 0.0
+
+    @property
+    def penalized(self) -> bool:
+        """Whether a penalty may change a row (any of the three not off)."""
+        return bool(self.repetition_penalty != 1.0 or self.frequency_penalty
+                    or self.presence_penalty)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

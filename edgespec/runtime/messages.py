@@ -11,7 +11,7 @@ from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision
 from edgespec.runtime.compact_probs import CompactProbs
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 """Bumped on any incompatible change of edgespec.proto; sessions of another version are refused."""
 
 DRAFT_HIDDEN = "draft_hidden"
@@ -39,7 +39,10 @@ class SessionSpec:
     (for feature drafts, EAGLE-style; see :attr:`VerifyOutcome.target_hidden`).
     ``verification_rule`` names the server's rule for this session
     (:mod:`edgespec.runtime.server.verification`; ``"exact"``, the default, is the lossless one).
-    ``semantic``: the settings of the lossy ``"semantic"`` rule (``None`` for any other)."""
+    ``semantic``: the settings of the lossy ``"semantic"`` rule (``None`` for any other).
+    ``num_prior_output_tokens``: how many of the prompt's last tokens are output its
+    generation committed before this session (a reopened session's): the frequency and
+    presence penalties count them as output (:mod:`edgespec.core.penalties`)."""
 
     session_id: str
     client_id: str
@@ -49,6 +52,12 @@ class SessionSpec:
     return_hidden: bool = False
     verification_rule: str = "exact"
     semantic: SemanticSpec | None = None
+    num_prior_output_tokens: int = 0
+
+    @property
+    def num_prompt_tokens(self) -> int:
+        """The prompt's tokens the generation was given (its prior output excluded)."""
+        return len(self.prompt_token_ids) - self.num_prior_output_tokens
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -96,6 +96,9 @@ class DraftRun:
             top_k=self.config.top_k,
             min_p=self.config.min_p,
             ignore_eos=self.config.ignore_eos,
+            repetition_penalty=self.config.repetition_penalty,
+            frequency_penalty=self.config.frequency_penalty,
+            presence_penalty=self.config.presence_penalty,
         )
 
     def _session_id(self) -> str:

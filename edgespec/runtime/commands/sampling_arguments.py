@@ -1,6 +1,6 @@
 """``edgespec draft``'s sampling flags (:func:`add_sampling_arguments`: the temperature, the
-cuts after it, the seed, ``--ignore-eos``) and the refusal of those nothing would read
-(:func:`check_sampling_flags`)."""
+cuts after it, the penalties, the seed, ``--ignore-eos``) and the refusal of those nothing
+would read (:func:`check_sampling_flags`)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,20 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
         f"in [0, 1] (default 0, every token, or --config's; cut after --top-p; {needs})",
     )
     parser.add_argument(
+        "--repetition-penalty",
+        type=float,
+        help="divide the positive logits of the prompt's and output's tokens by this, multiply "
+        "the others (above 0; default 1, off, or --config's; greedy too)",
+    )
+    for name, what in (("frequency", "times each token's count in the output"),
+                       ("presence", "from every token in the output")):  # fmt: skip
+        parser.add_argument(
+            f"--{name}-penalty",
+            type=float,
+            help=f"subtract this {what} so far, in [-2, 2] (default 0, off, or --config's; "
+            "greedy too)",
+        )
+    parser.add_argument(
         "--seed", type=seed_int, default=None, help="sampling seed (default: fresh entropy)"
     )
     parser.add_argument(
@@ -47,9 +61,9 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_sampling_flags(args: argparse.Namespace, config: Any) -> None:
-    """Refuse a ``--seed`` or a cut (``top_k``, ``top_p``, ``min_p`` of ``config``, a
-    ``DrafterConfig``) that nothing would read: greedy decoding draws nothing, and
-    ``--serve-openai``'s requests carry their own seed and cuts."""
+    """Refuse a ``--seed``, a cut (``top_k``, ``top_p``, ``min_p`` of ``config``, a
+    ``DrafterConfig``) or a penalty that nothing would read: greedy decoding draws nothing,
+    and ``--serve-openai``'s requests carry their own seed, cuts and penalties."""
     from edgespec.errors import UserInputError
 
     endpoint = "the endpoint (--serve-openai) takes each request's own"
@@ -60,6 +74,12 @@ def check_sampling_flags(args: argparse.Namespace, config: Any) -> None:
                              f"drop {flag}")  # fmt: skip
     if config.ignore_eos and args.serve_openai is not None:
         raise UserInputError(f"--ignore-eos: {endpoint} ignore_eos; drop --ignore-eos")
+    penalties = (("repetition_penalty", config.repetition_penalty != 1.0),
+                 ("frequency_penalty", config.frequency_penalty != 0.0),
+                 ("presence_penalty", config.presence_penalty != 0.0))  # fmt: skip
+    for name in (name for name, on in penalties if on and args.serve_openai is not None):
+        flag = "--" + name.replace("_", "-")
+        raise UserInputError(f"{flag} {getattr(config, name):g}: {endpoint} {name}; drop {flag}")
     if args.seed is not None and args.serve_openai is not None:
         raise UserInputError(f"--seed {args.seed}: {endpoint} seed; drop --seed")
     if args.seed is not None and config.temperature == 0:

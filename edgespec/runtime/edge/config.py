@@ -19,7 +19,7 @@ from edgespec.policies.semantic.agreement import (
 from edgespec.policies.semantic.csi import MAX_RTT_S
 from edgespec.policies.semantic.head import THRESHOLD_STEPS
 from edgespec.runtime.edge.config_access import check_server_access
-from edgespec.runtime.edge.config_sampling import check_sampling
+from edgespec.runtime.edge.config_sampling import check_penalties, check_sampling
 from edgespec.runtime.edge.session_ids import config_client_id_problem
 
 if TYPE_CHECKING:
@@ -55,6 +55,10 @@ class DrafterConfig:
     top_k: int = 0  # sample among the top_k most likely tokens (0: all; cut before top_p)
     min_p: float = 0.0  # ... at least min_p times as likely as the likeliest (0: no cut)
     ignore_eos: bool = False  # generate max_new_tokens past any EOS (fixed lengths)
+    # penalties on the target's logits, greedy too (edgespec.core.penalties): 1 / 0 = off
+    repetition_penalty: float = 1.0
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
     slo_class: str = "default"
     client_id: str = "edge-0"
     auth_token: str | None = None
@@ -123,6 +127,7 @@ class DrafterConfig:
                 f"{self.request_timeout_s:g}",
             )
         check_sampling(self.max_new_tokens, self.temperature, self.top_p, self.top_k, self.min_p)
+        check_penalties(self.repetition_penalty, self.frequency_penalty, self.presence_penalty)
         if (problem := config_client_id_problem(self)) is not None:
             raise ConfigError("client_id", problem)
         if self.lookup and self.draft == "ngram":

@@ -1,12 +1,13 @@
 """How a ``DrafterConfig``'s generations are sampled, checked once as it is built: the token
 budget, the temperature and the cuts after it (:mod:`edgespec.core.sampling_cuts`), each as
-the wire carries it."""
+the wire carries it, and the penalties (:mod:`edgespec.core.penalties`)."""
 
 from __future__ import annotations
 
 import math
 
 from edgespec.config import ConfigError
+from edgespec.core.penalties import additive_penalty_problem, repetition_penalty_problem
 from edgespec.core.sampling_cuts import cuts_on, min_p_problem, top_k_problem
 from edgespec.core.wire_limits import UINT32_LIMIT, wire_float_problem
 
@@ -47,3 +48,12 @@ def check_sampling(
         value = {"top_p": f"{top_p:g}", "top_k": str(top_k), "min_p": f"{min_p:g}"}[given[0]]
         raise ConfigError(given[0], f"{value} does nothing at temperature 0 (greedy): give a "
                           f"temperature > 0 to sample with {given[0]}")  # fmt: skip
+
+
+def check_penalties(repetition: float, frequency: float, presence: float) -> None:
+    """A :class:`ConfigError` at the first penalty out of its range."""
+    for name, problem in (("repetition_penalty", repetition_penalty_problem(repetition)),
+                          ("frequency_penalty", additive_penalty_problem(frequency)),
+                          ("presence_penalty", additive_penalty_problem(presence))):  # fmt: skip
+        if problem is not None:
+            raise ConfigError(name, problem)

@@ -3,8 +3,9 @@
 A verifier that lost the session (server restart, idle expiry) or became unreachable is
 handled by the drafter's loop (:func:`edgespec.runtime.edge.drafter.generate`) by closing
 the abandoned session if the server still has it (:func:`close_quietly`) and reopening it
-with every committed token as the new prompt (:func:`reopen`), so the output is identical
-to an uninterrupted run (greedy) — the server keeps no state the client lacks. A sampled
+with every committed token as the new prompt (:func:`reopen`; the output among them
+counted as such, for the penalties), so the output is identical to an uninterrupted run
+(greedy) — the server keeps no state the client lacks. A sampled
 run stays identically distributed: the reopened session's seed (:func:`reopened_seed`)
 starts a verification stream of its own, so no uniform the run already used is drawn again.
 
@@ -157,8 +158,9 @@ def reopen(
     def attempt(left_s: float) -> str:
         session_id = reconnect_session_id(first.session_id, reconnect, next(attempts))
         reopened = dataclasses.replace(
-            first, session_id=session_id, prompt_token_ids=context, sampling=remaining
-        )
+            first, session_id=session_id, prompt_token_ids=context, sampling=remaining,
+            num_prior_output_tokens=first.num_prior_output_tokens + len(output),
+        )  # fmt: skip
         try:
             open_bounded(verifier, reopened, attempt_timeout_s(left_s), cancel)
         except RequestError as exc:

@@ -1,8 +1,8 @@
 """Which fields a request may carry: those the endpoint applies; those it does not apply,
 taken only at a value that changes nothing (:data:`UNSUPPORTED`); a few that never change
 the output, accepted and ignored (:data:`IGNORED`). Any other field is refused with a 400
-naming it, never ignored: a client that asks for ``logprobs`` or ``repetition_penalty`` is
-told it does not get it. A field given as ``null`` counts as absent."""
+naming it, never ignored: a client that asks for ``logprobs`` or ``min_tokens`` is told it
+does not get it. A field given as ``null`` counts as absent."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Any
 from edgespec.runtime.openai_api.errors import clip, invalid, shown
 
 APPLIED = ("model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop",
-           "stop_token_ids", "ignore_eos", "logit_bias", "stream", "stream_options",
+           "stop_token_ids", "ignore_eos", "logit_bias", "presence_penalty",
+           "frequency_penalty", "repetition_penalty", "stream", "stream_options",
            "edgespec")  # fmt: skip
 """Fields of both routes that the endpoint applies."""
 
@@ -27,15 +28,12 @@ UNSUPPORTED: dict[str, tuple[Any, ...]] = {
     "logprobs": (False,),
     "suffix": (),
     "top_logprobs": (0,),
-    "presence_penalty": (0, 0.0),
-    "frequency_penalty": (0, 0.0),
     "response_format": ({"type": "text"},),
     "tools": ([],),
     "tool_choice": ("none",),
     "functions": ([],),
     "function_call": ("none",),
     "parallel_tool_calls": (),
-    "repetition_penalty": (1, 1.0),
     "min_tokens": (0,),
     "reasoning_effort": (),
     "modalities": (["text"],),
@@ -43,7 +41,7 @@ UNSUPPORTED: dict[str, tuple[Any, ...]] = {
     "service_tier": ("auto", "default"),
 }
 """Fields accepted only absent, null or at these values, of their JSON type (anything else
-is refused, not ignored: a penalty, log probabilities or a response format this
+is refused, not ignored: log probabilities, several choices or a response format this
 endpoint would not apply); a route's own values in :data:`ROUTE_UNSUPPORTED`."""
 
 ROUTE_UNSUPPORTED: dict[bool, dict[str, tuple[Any, ...]]] = {

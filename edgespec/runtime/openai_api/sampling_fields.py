@@ -1,6 +1,7 @@
 """A request's sampling fields, checked into :class:`SamplingFields`: ``temperature`` and
 the cuts after it, ``top_k``, ``top_p`` and ``min_p`` (:mod:`edgespec.core.sampling_cuts`,
-made in that order); a bad one is a 400 naming it (``param``)."""
+made in that order), ``logit_bias`` and the penalties before them
+(:mod:`edgespec.core.penalties`); a bad one is a 400 naming it (``param``)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class SamplingFields:
     top_k: int = 0
     min_p: float = 0.0
     logit_bias: tuple[tuple[int, float], ...] = ()  # token ids ascending
+    penalties: tuple[float, float, float] = (1.0, 0.0, 0.0)  # repetition, frequency, presence
 
     def params(self, max_tokens: int, seed: int | None, ignore_eos: bool) -> SamplingParams:
         """The session's :class:`SamplingParams`: these fields and the request's others."""
@@ -36,6 +38,9 @@ class SamplingFields:
             min_p=self.min_p,
             ignore_eos=ignore_eos,
             logit_bias=self.logit_bias,
+            repetition_penalty=self.penalties[0],
+            frequency_penalty=self.penalties[1],
+            presence_penalty=self.penalties[2],
         )
 
 
@@ -101,6 +106,18 @@ def _logit_bias(body: Mapping[str, Any]) -> tuple[tuple[int, float], ...]:
     return tuple(sorted(pairs))
 
 
+def _penalties(body: Mapping[str, Any]) -> tuple[float, float, float]:
+    """``repetition_penalty`` (vLLM's: above 0, 1 off), ``frequency_penalty`` and
+    ``presence_penalty`` (OpenAI's: in [-2, 2], 0 off); greedy decoding takes them too."""
+    repetition = number_field(body, "repetition_penalty", 1.0, -math.inf, math.inf)
+    if not repetition > 0:
+        given = shown(body["repetition_penalty"])
+        raise invalid(f"repetition_penalty must be above 0 (1: off), got {given}",
+                      param="repetition_penalty")  # fmt: skip
+    frequency = number_field(body, "frequency_penalty", 0.0, -2.0, 2.0)
+    return repetition, frequency, number_field(body, "presence_penalty", 0.0, -2.0, 2.0)
+
+
 def parse_sampling(body: Mapping[str, Any], default_temperature: float) -> SamplingFields:
     """``temperature`` (default ``default_temperature``: the config's, not OpenAI's 1),
     ``top_k``, ``top_p`` in [0, 1] as OpenAI takes it, ``min_p`` in [0, 1]. A ``top_p`` of 0
@@ -123,7 +140,7 @@ def parse_sampling(body: Mapping[str, Any], default_temperature: float) -> Sampl
         raise invalid(f"{name} {shown(body[name])} does nothing at temperature 0 (greedy)"
                       f"{default}: give a temperature > 0 to sample with {name}",
                       param=name, code="unsupported_value")  # fmt: skip
-    bias = _logit_bias(body)
+    bias, penalties = _logit_bias(body), _penalties(body)
     if top_p == 0:
-        return SamplingFields(0.0, logit_bias=bias)
-    return SamplingFields(temperature, top_p, top_k, min_p, bias)
+        return SamplingFields(0.0, logit_bias=bias, penalties=penalties)
+    return SamplingFields(temperature, top_p, top_k, min_p, bias, penalties)

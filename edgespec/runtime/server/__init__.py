@@ -41,6 +41,8 @@ Engine and verification:
   carries: all from 0 in its first round, then from its newest committed token on;
 * :mod:`.engine_checks` — what the engine refuses, and why: a session's spec when it opens,
   a verify call before it is queued;
+* :mod:`.logits_processing` — a session's ``logit_bias`` and penalties made on its target
+  rows before its rule reads them;
 * :mod:`.verification` — the ``VerificationRule`` Protocol, ``ExactRule`` (greedy chains and
   trees, speculative sampling), ``EXACT_RULES``; the optional ``SessionRuleFactory`` and
   ``HiddenStateRule``;

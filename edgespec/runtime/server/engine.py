@@ -47,6 +47,7 @@ from edgespec.runtime.server.hidden_followup import (
     logit_hidden_rows,
     waiting_outcome,
 )
+from edgespec.runtime.server.logits_processing import processed_rows
 from edgespec.runtime.server.prefill_parts import (
     PrefillPart,
     keep_part,
@@ -285,7 +286,8 @@ class VerificationEngine(SessionTable):
         judged: Verdict | None = None,
     ) -> VerifyOutcome:
         if judged is None:
-            judged = s.rule.verdict(call, s.spec.sampling, out.rows, s.rng)
+            rows = processed_rows(out.rows, s.spec, s.tokens, call)
+            judged = s.rule.verdict(call, s.spec.sampling, rows, s.rng)
         keep_cache = self._prefix_cache and self._holds(s)
         outcome = commit_verdict(s, call, item, out, judged, self.backend, keep_cache)
         s.last_used_s = self._clock()

@@ -17,10 +17,17 @@ from edgespec.runtime.validation import check_vocab
 
 def check_session_spec(spec: SessionSpec, backend: TargetBackend, rules: Collection[str]) -> None:
     """Raise :class:`RequestError` (``INVALID_ARGUMENT``) for an empty prompt, a prompt plus
-    ``max_new_tokens`` beyond the target's context, a token outside its vocabulary, or a
-    verification rule this server does not serve (``rules``: the names it serves)."""
+    ``max_new_tokens`` beyond the target's context, a token outside its vocabulary, more
+    prior output tokens than prompt tokens, or a verification rule this server does not
+    serve (``rules``: the names it serves)."""
     if not spec.prompt_token_ids:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "prompt is empty")
+    if not 0 <= spec.num_prior_output_tokens <= len(spec.prompt_token_ids):
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"num_prior_output_tokens must be in [0, {len(spec.prompt_token_ids)}] (the "
+            f"prompt's tokens), got {spec.num_prior_output_tokens}",
+        )
     limit = backend.max_context_tokens
     needed = len(spec.prompt_token_ids) + spec.sampling.max_new_tokens
     if needed > limit:

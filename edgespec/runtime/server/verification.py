@@ -18,7 +18,9 @@ session's rule at two points of every verification:
    rows of the call's K draft tokens (for a token tree, the root's row then one row per
    node), left on the backend's device: a rule takes ``logits.argmax()`` when that is all
    it needs, ``logits.host()`` only when it needs the values; ``rng`` is the session's
-   own generator. It returns the :class:`Verdict`.
+   own generator. It returns the :class:`Verdict`. The rows are the session's: its
+   ``logit_bias`` added and its penalties made
+   (:mod:`edgespec.runtime.server.logits_processing`).
 
 :class:`ExactRule` (``"exact"``) is lossless: greedy chains and token trees by argmax,
 sampled chains by speculative sampling. A lossy rule is served only under its own name,
@@ -57,7 +59,7 @@ from edgespec.core.speculative import (
     stochastic_verify_drawn,
 )
 from edgespec.core.types import SamplingParams, VerifyResult
-from edgespec.runtime.backends.logit_rows import HostRows, LogitRows
+from edgespec.runtime.backends.logit_rows import LogitRows
 from edgespec.runtime.compact_probs import CompactProbs
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall
@@ -222,8 +224,6 @@ class ExactRule:
         rng: np.random.Generator,
     ) -> Verdict:
         draft = call.draft_token_ids
-        if sampling.logit_bias:  # on the host: the biased rows' argmax, or their draws
-            logits = HostRows(biased(logits.host(), sampling.logit_bias))
         if call.draft_parents is not None:
             result, path = greedy_verify_tree(draft, call.draft_parents, list(logits.argmax()))
             return Verdict(result, path)
@@ -256,17 +256,6 @@ def _sampled_verdict(
         logits, sampling.temperature, sampling.top_p, sampling.top_k, sampling.min_p
     )
     return stochastic_verify_drawn(draft, drawn, target, rng)
-
-
-def biased(
-    logits: npt.NDArray[np.float32], logit_bias: tuple[tuple[int, float], ...]
-) -> npt.NDArray[np.float32]:
-    """A copy of ``logits`` (rows × vocabulary) with each (token, bias) added to the token's
-    column, in float32 as the rows are."""
-    out = np.array(logits, dtype=np.float32, copy=True)
-    ids = np.array([t for t, _ in logit_bias], dtype=np.intp)
-    out[:, ids] += np.array([b for _, b in logit_bias], dtype=np.float32)
-    return out
 
 
 EXACT_RULES: Mapping[str, VerificationRule] = {"exact": ExactRule()}

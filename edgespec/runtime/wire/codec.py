@@ -41,6 +41,9 @@ def spec_to_proto(spec: SessionSpec) -> Any:
         min_p=s.min_p,
         ignore_eos=s.ignore_eos,
         logit_bias=dict(s.logit_bias),
+        repetition_penalty=s.repetition_penalty,
+        frequency_penalty=s.frequency_penalty,
+        presence_penalty=s.presence_penalty,
     )
     if s.seed is not None:
         sampling.seed = s.seed
@@ -53,6 +56,7 @@ def spec_to_proto(spec: SessionSpec) -> Any:
         slo_class=spec.slo_class,
         return_hidden=spec.return_hidden,
         verification_rule=spec.verification_rule,
+        num_prior_output_tokens=spec.num_prior_output_tokens,
     )
     if spec.semantic is not None:
         o = spec.semantic
@@ -90,6 +94,9 @@ def spec_from_proto(msg: Any) -> SessionSpec:
             min_p=s.min_p,
             ignore_eos=s.ignore_eos,
             logit_bias=tuple(sorted(s.logit_bias.items())),
+            repetition_penalty=s.repetition_penalty or 1.0,  # 0 = unset; others are checked
+            frequency_penalty=s.frequency_penalty,
+            presence_penalty=s.presence_penalty,
         )
     except ValueError as exc:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, f"sampling: {exc}") from exc
@@ -102,6 +109,7 @@ def spec_from_proto(msg: Any) -> SessionSpec:
         return_hidden=msg.return_hidden,
         verification_rule=msg.verification_rule or "exact",
         semantic=_semantic_from_proto(msg),
+        num_prior_output_tokens=msg.num_prior_output_tokens,
     )
 
 

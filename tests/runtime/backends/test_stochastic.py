@@ -1,5 +1,6 @@
 """Stochastic verification reproduces the target's sampling distribution, its rows cut by
-top-k, top-p and min-p when a request asks (the draft proposes from its own uncut rows)."""
+top-k, top-p and min-p and penalized when a request asks (the draft proposes from its own
+uncut, unpenalized rows)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from edgespec.runtime.sampling import logits_to_probs
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.testing import tiny_llama
 from edgespec.runtime.wire.inprocess import speculative_generate
+from tests.runtime.penalty_oracle import Penalties, penalized
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
@@ -29,35 +31,59 @@ CUTS: dict[str, dict[str, float]] = {
     "none": {},
     "top_k": {"top_k": 3},
     "all": {"top_k": 4, "top_p": 0.8, "min_p": 0.3},
+    "penalties": {"repetition_penalty": 1.4, "frequency_penalty": 0.7, "presence_penalty": 0.5},
 }
-"""The cuts a run samples with (SamplingParams fields)."""
+"""The cuts (and penalties) a run samples with (SamplingParams fields)."""
+FIRST_SEED = {"penalties": 10_000}
+"""Where a case's seeds start (0 unless named): the penalized case's own uniforms, not the
+others' (its outcomes would otherwise move with theirs)."""
 
 
 def _joint(target: TransformersTarget, cuts: dict[str, float]) -> np.ndarray:
-    """Exact P(y1, y2 | prompt) under the target at TEMPERATURE, its rows cut by ``cuts``."""
+    """Exact P(y1, y2 | prompt) under the target at TEMPERATURE, its rows penalized and cut
+    by ``cuts``."""
+    penalties: Penalties = (
+        cuts.get("repetition_penalty", 1.0),
+        cuts.get("frequency_penalty", 0.0),
+        cuts.get("presence_penalty", 0.0),
+    )
+    cut = {k: v for k, v in cuts.items() if not k.endswith("_penalty")}
+
+    def probs(logits: np.ndarray, context: tuple[int, ...]) -> np.ndarray:
+        row = penalized(logits[-1], context, len(PROMPT), penalties)  # OFF: as it is
+        probs: np.ndarray = logits_to_probs(row[None, :], TEMPERATURE, **cut)[0]  # type: ignore[arg-type]
+        return probs
+
     first = target.forward([ForwardItem(None, 0, PROMPT, 1)])[0]
-    p1 = logits_to_probs(first.logits, TEMPERATURE, **cuts)[0]  # type: ignore[arg-type]
+    p1 = probs(first.logits, PROMPT)
     joint = np.zeros((VOCAB, VOCAB))
     for y1 in range(VOCAB):
         out = target.forward([ForwardItem(first.kv, len(PROMPT), (y1,), 1)])[0]
-        joint[y1] = p1[y1] * logits_to_probs(out.logits, TEMPERATURE, **cuts)[0]  # type: ignore[arg-type]
+        joint[y1] = p1[y1] * probs(out.logits, (*PROMPT, y1))
     return joint
 
 
 @pytest.mark.parametrize(
     ("drafter_kind", "cut"),
-    [("model", "none"), ("ngram", "none"), ("model", "top_k"), ("model", "all"), ("ngram", "all")],
+    [
+        ("model", "none"),
+        ("ngram", "none"),
+        ("model", "top_k"),
+        ("model", "all"),
+        ("ngram", "all"),
+        ("model", "penalties"),
+    ],
 )
 def test_two_token_distribution_matches_target(drafter_kind: str, cut: str) -> None:
     target = TransformersTarget(tiny_llama(seed=3, vocab_size=VOCAB, logit_scale=1.5))
     draft_model = tiny_llama(seed=4, vocab_size=VOCAB, logit_scale=1.5)
     joint = _joint(target, CUTS[cut])
-    assert (joint == 0).any() == (cut != "none")  # the cuts drop tokens the draft proposes
+    assert (joint == 0).any() == (cut not in ("none", "penalties"))  # cuts drop tokens
     counts = np.zeros((VOCAB, VOCAB))
     engine = VerificationEngine(target)
     num_runs = 1500
     accepted = 0
-    for seed in range(num_runs):
+    for seed in range(FIRST_SEED.get(cut, 0), FIRST_SEED.get(cut, 0) + num_runs):
         drafter = (
             TransformersDraft(draft_model)
             if drafter_kind == "model"

@@ -80,7 +80,8 @@ def test_baseline_requests_carry_the_flags(
     make_ca(tmp_path, "ca")  # --tls-ca holds a certificate, checked as the flags are parsed
     args = ["draft", "--server", "h:1", "--prompt-ids", "4, 5,6", "--mode", "fused"]
     args += ["--seed", "11", "--max-new-tokens", "7", "--temperature", "0.5", "--top-p", "0.9"]
-    args += ["--top-k", "40", "--min-p", "0.05", "--ignore-eos"]
+    args += ["--top-k", "40", "--min-p", "0.05", "--ignore-eos", "--repetition-penalty", "1.2"]
+    args += ["--frequency-penalty", "-0.5", "--presence-penalty", "2"]
     args += ["--auth-token", "tok", "--tls-ca", "ca.pem", "--set", "slo_class=gold"]
     args += ["--set", "request_timeout_s=9", "--set", "client_id=edge-7"]
     args += ["--max-message-bytes", "8388608"]
@@ -102,6 +103,7 @@ def test_baseline_requests_carry_the_flags(
     s = spec.sampling
     assert (s.seed, s.max_new_tokens, s.temperature, s.top_p) == (11, 7, 0.5, 0.9)
     assert (s.top_k, s.min_p, s.ignore_eos) == (40, 0.05, True)
+    assert (s.repetition_penalty, s.frequency_penalty, s.presence_penalty) == (1.2, -0.5, 2.0)
 
 
 def test_window_params_alone_set_the_default_static_window(fake: list[FakeVerifier]) -> None:
@@ -233,6 +235,19 @@ def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
             ["--serve-openai", "127.0.0.1:0", "--ignore-eos"],
             "--ignore-eos: the endpoint (--serve-openai) takes each request's own ignore_eos; "
             "drop --ignore-eos",
+        ),
+        (
+            ["--prompt-ids", "1", "--repetition-penalty", "0"],
+            "--repetition-penalty: must be a finite number above 0 (1: off), got 0",
+        ),
+        (
+            ["--prompt-ids", "1", "--presence-penalty", "2.5"],
+            "--presence-penalty: must be in [-2, 2] (0: off), got 2.5",
+        ),
+        (
+            ["--serve-openai", "127.0.0.1:0", "--frequency-penalty", "0.5"],
+            "--frequency-penalty 0.5: the endpoint (--serve-openai) takes each request's own "
+            "frequency_penalty; drop --frequency-penalty",
         ),
         (  # was ignored: greedy decoding draws nothing
             ["--prompt-ids", "1", "--seed", "3"],

@@ -35,6 +35,7 @@ def test_a_lost_session_is_reopened_with_the_committed_tokens(code: ErrorCode) -
     assert [s.session_id for s in verifier.specs] == ["s", "s#r1.1", "s#r1.2"]
     reopened = verifier.specs[2]
     assert reopened.prompt_token_ids == (5, 6, 7, 8)
+    assert reopened.num_prior_output_tokens == 3  # the penalties count them as output
     assert reopened.sampling == SamplingParams(0.0, max_new_tokens=4, seed=reopened_seed(3, 3))
     # the abandoned one too, and the failed reopening (its open may have reached the server)
     assert verifier.closed == ["s", "s#r1.1", "s#r1.2"]

@@ -12,6 +12,7 @@ import pytest
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.openai_api.conftest import MODEL, word_tokenizer
+from tests.runtime.penalty_oracle import penalized_greedy
 
 TOKENIZER = word_tokenizer(64)
 
@@ -219,6 +220,17 @@ def test_top_p_0_keeps_only_the_most_likely_token(
     status, error = _error(api, {"model": MODEL, "prompt": "w1", "top_p": -0.1})
     assert (status, error["param"]) == (400, "top_p")
     assert error["message"] == "top_p must be in [0.0, 1.0], got -0.1"
+
+
+def test_penalties_are_made_on_the_targets_rows(client: Any, target: TransformersTarget) -> None:
+    """repetition, frequency and presence penalties (were refused unless off): the text is
+    the target's greedy decoding of the penalized rows."""
+    expected = TOKENIZER.decode(list(penalized_greedy(target, (1, 2), (1.3, 1.0, 0.5), 16)))
+    assert expected != _oracle(target, (1, 2), 16)
+    out = client.completions.create(model=MODEL, prompt="w1 w2", max_tokens=16,
+                                    frequency_penalty=1.0, presence_penalty=0.5,
+                                    extra_body={"repetition_penalty": 1.3})  # fmt: skip
+    assert out.choices[0].text == expected
 
 
 @pytest.mark.parametrize("cut", [{"top_k": 1}, {"min_p": 1.0}])

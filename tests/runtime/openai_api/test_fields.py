@@ -28,12 +28,7 @@ field the route does not know."""
     ("field", "value", "message", "code"),
     [
         ("top_logprobs", 2, "top_logprobs: 2 is not supported (only null or 0)", VALUE),
-        ("repetition_penalty", 2.0, "repetition_penalty: 2.0 is not supported (only null or 1)",
-         VALUE),
-        ("frequency_penalty", 0.5,  # said "(only null, 0, 0.0)": zero twice
-         "frequency_penalty: 0.5 is not supported (only null or 0)", VALUE),
-        ("presence_penalty", -1, "presence_penalty: -1 is not supported (only null or 0)",
-         VALUE),
+        ("n", 2, "n: 2 is not supported (only null or 1)", VALUE),
         ("min_tokens", 5, "min_tokens: 5 is not supported (only null or 0)", VALUE),
         ("logprobs", True, "logprobs: true is not supported (only null)", PARAMETER),
         ("logprobs", 1, "logprobs: 1 is not supported (only null)", PARAMETER),

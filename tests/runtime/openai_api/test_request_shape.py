@@ -106,7 +106,9 @@ def test_oversized_body_is_413_and_long_prompt_400(api: ApiThread) -> None:
         ("edgespec", {"slo": "x"}, "edgespec"),
         ("stop", "x" * 257, "stop"),  # held-back prefixes cost its length squared per token
         ("n", True, "n"),  # True == 1, but not the default
-        ("presence_penalty", 0.5, "presence_penalty"),  # ignored before: refused, not ignored
+        ("presence_penalty", 2.5, "presence_penalty"),  # OpenAI's [-2, 2]
+        ("frequency_penalty", "1", "frequency_penalty"),
+        ("repetition_penalty", 0, "repetition_penalty"),  # above 0
         ("logit_bias", {"5": 101}, "logit_bias"),
         ("response_format", {"type": "json_object"}, "response_format"),
         ("tools", [{"type": "function"}], "tools"),

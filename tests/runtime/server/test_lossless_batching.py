@@ -1,8 +1,10 @@
 """Lossless under every batch the engine forms (hypothesis draws the batches).
 
 Greedy oracle: target-only greedy decoding with no cache and no padding (the model's own
-forward over the whole sequence, one token per step). Sampling: a batch verifies bit-
-identically to the same sessions verified one at a time with the same seeds. Each round
+forward over the whole sequence, one token per step), its rows penalized as the session
+asks (repetition, frequency, presence: some sessions draw them, sampled ones too).
+Sampling: a batch verifies bit-identically to the same sessions verified one at a time
+with the same seeds. Each round
 draws which sessions take part, how many tokens each drafts (different per row), whether
 they are right, wrong, first-wrong or random, token trees beside chains, cold starts
 joining follow-ups and (through a small KV budget) evictions and re-prefills, long blocks
@@ -35,6 +37,7 @@ from edgespec.runtime.server.prefill_parts import PrefillPart  # noqa: E402
 from edgespec.runtime.testing import VOCAB, tiny_gemma3, tiny_llama  # noqa: E402
 from tests.runtime.device import TEST_DEVICE, on_test_device  # noqa: E402
 from tests.runtime.draft_draws import draw_draft  # noqa: E402
+from tests.runtime.penalty_oracle import OFF, Penalties, penalized  # noqa: E402
 
 S, F = "sliding_attention", "full_attention"
 MODELS: dict[str, Callable[[], Any]] = {"llama": lambda: tiny_llama(seed=0)}
@@ -78,14 +81,17 @@ def _target(key: str, split: bool, chunk: int) -> TransformersTarget:
 
 
 @functools.cache
-def oracle_greedy(key: str, prompt: tuple[int, ...], num_tokens: int) -> tuple[int, ...]:
-    """Target-only greedy decoding: the whole sequence forwarded afresh for every token."""
+def oracle_greedy(
+    key: str, prompt: tuple[int, ...], num_tokens: int, penalties: Penalties = OFF
+) -> tuple[int, ...]:
+    """Target-only greedy decoding: the whole sequence forwarded afresh for every token,
+    each row penalized after the sequence so far."""
     model, seq = _model(key), list(prompt)
     with torch.inference_mode():
         for _ in range(num_tokens):
             ids = torch.tensor([seq], device=TEST_DEVICE)
-            logits = model(input_ids=ids, logits_to_keep=1).logits[0, -1]
-            seq.append(int(logits.argmax()))
+            logits = model(input_ids=ids, logits_to_keep=1).logits[0, -1].float().cpu().numpy()
+            seq.append(int(np.argmax(penalized(logits, seq, len(prompt), penalties))))
     return tuple(seq[len(prompt) :])
 
 
@@ -97,10 +103,13 @@ class _Plan:
     temperature: float = 0.0
     seed: int = 0
     cuts: tuple[float, int, float] = (1.0, 0, 0.0)  # top_p, top_k, min_p
+    penalties: Penalties = OFF
 
 
 CUTS = [(1.0, 0, 0.0), (0.9, 0, 0.0), (1.0, 5, 0.0), (0.95, 20, 0.05), (1.0, 0, 0.2)]
 """(top_p, top_k, min_p) a sampled session may draw: each row cut as it is alone."""
+PENALTIES = [OFF, OFF, (1.3, 0.0, 0.0), (1.0, 0.6, 0.3), (0.8, -0.5, 1.5)]
+"""(repetition, frequency, presence) a session may draw (off twice as often)."""
 
 
 def _plans(data: st.DataObject, sampled: bool) -> list[_Plan]:
@@ -122,6 +131,7 @@ def _plans(data: st.DataObject, sampled: bool) -> list[_Plan]:
                 cuts=data.draw(st.sampled_from(CUTS), label=f"s{i} cuts")
                 if sampled
                 else (1.0, 0, 0.0),
+                penalties=data.draw(st.sampled_from(PENALTIES), label=f"s{i} penalties"),
             )
         )
     return plans
@@ -153,8 +163,11 @@ def _verify(engine: VerificationEngine, calls: list[VerifyCall]) -> list[VerifyO
 def _open(engine: VerificationEngine, plans: list[_Plan], i: int) -> None:
     p = plans[i]
     top_p, top_k, min_p = p.cuts if p.temperature > 0 else (1.0, 0, 0.0)
+    repetition, frequency, presence = p.penalties
     sampling = SamplingParams(temperature=p.temperature, max_new_tokens=p.max_new, seed=p.seed,
-                              top_p=top_p, top_k=top_k, min_p=min_p)  # fmt: skip
+                              top_p=top_p, top_k=top_k, min_p=min_p,
+                              repetition_penalty=repetition, frequency_penalty=frequency,
+                              presence_penalty=presence)  # fmt: skip
     engine.open_session(SessionSpec(f"s{i}", "c", p.prompt, sampling))
 
 
@@ -202,7 +215,8 @@ def _model_and_engine(data: st.DataObject) -> tuple[str, bool, int | None, int, 
 def test_greedy_batches_are_token_identical_to_target_only_decoding(data: st.DataObject) -> None:
     key, split, budget, chunk, parts = _model_and_engine(data)
     plans = _plans(data, sampled=False)
-    references = [oracle_greedy(key, p.prompt, p.max_new + MAX_GAMMA + 2) for p in plans]
+    references = [oracle_greedy(key, p.prompt, p.max_new + MAX_GAMMA + 2, p.penalties)
+                  for p in plans]  # fmt: skip
     engine = _engine(key, split, budget, chunk, parts)
 
     def make_call(i: int, round_index: int) -> VerifyCall:

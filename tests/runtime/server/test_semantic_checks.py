@@ -52,7 +52,12 @@ from tests.runtime.server.semantic_engine import semantic_engine as _engine
         (
             GOOD,
             {"sampling": SamplingParams(max_new_tokens=4, logit_bias=((3, 5.0),))},
-            "semantic verification judges the target's own argmax: no logit_bias",
+            "semantic verification judges the target's own argmax: no logit_bias or penalties",
+        ),
+        (
+            GOOD,
+            {"sampling": SamplingParams(max_new_tokens=4, presence_penalty=0.5)},
+            "semantic verification judges the target's own argmax: no logit_bias or penalties",
         ),
     ],
 )

@@ -42,14 +42,17 @@ def test_unset_open_session_fields_decode_to_the_defaults() -> None:
     assert spec == SessionSpec("s", "", (), SamplingParams(max_new_tokens=4))
     assert (spec.sampling.top_p, spec.sampling.seed) == (1.0, None)
     assert (spec.sampling.top_k, spec.sampling.min_p) == (0, 0.0)  # no cut
+    assert not spec.sampling.penalized and spec.num_prior_output_tokens == 0  # 0 read as 1
     assert (spec.slo_class, spec.verification_rule) == ("default", "exact")
 
 
 def test_a_session_spec_crosses_the_wire_field_by_field() -> None:
     sampling = SamplingParams(temperature=0.75, top_p=0.5, max_new_tokens=9, seed=0, top_k=40,
                               min_p=0.125, ignore_eos=True,
-                              logit_bias=((3, -2.5), (40, 100.0), (2**32 - 1, 0.1)))  # fmt: skip
-    spec = SessionSpec("s", "c", (1, 2), sampling, "gold", True, "snr")
+                              logit_bias=((3, -2.5), (40, 100.0), (2**32 - 1, 0.1)),
+                              repetition_penalty=1.1, frequency_penalty=-0.3,
+                              presence_penalty=0.7)  # fmt: skip
+    spec = SessionSpec("s", "c", (1, 2), sampling, "gold", True, "snr", num_prior_output_tokens=1)
     wire = pb.OpenSessionRequest.FromString(spec_to_proto(spec).SerializeToString())
     assert spec_from_proto(wire) == spec
 

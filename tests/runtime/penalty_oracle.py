@@ -1,0 +1,48 @@
+"""The penalties written out token by token, apart from the server's vectorized
+:func:`edgespec.core.penalties.penalize_row`: the oracles' (target-only decoding with
+penalties) view of what a penalized row is."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from edgespec.runtime.backends.base import ForwardItem, TargetBackend
+
+Penalties = tuple[float, float, float]
+"""(repetition, frequency, presence)."""
+
+OFF: Penalties = (1.0, 0.0, 0.0)
+
+
+def penalized(
+    row: npt.NDArray[np.float32], context: Sequence[int], num_prompt: int, penalties: Penalties
+) -> npt.NDArray[np.float32]:
+    """A copy of ``row`` after ``context`` (``num_prompt`` prompt tokens, then output):
+    repetition on every context token, then frequency × count and presence on output's."""
+    repetition, frequency, presence = penalties
+    out = np.array(row, dtype=np.float32, copy=True)
+    for token in set(context):
+        value = out[token]
+        out[token] = value / np.float32(repetition) if value > 0 else value * np.float32(repetition)
+    for token, count in Counter(context[num_prompt:]).items():
+        out[token] -= np.float32(frequency * count + presence)
+    return out
+
+
+def penalized_greedy(
+    target: TargetBackend, prompt: tuple[int, ...], penalties: Penalties, n: int
+) -> tuple[int, ...]:
+    """Target-only greedy decoding of the penalized rows, ``n`` tokens (EOS not checked)."""
+    kv, kv_len, seq = None, 0, list(prompt)
+    pending: tuple[int, ...] = prompt
+    for _ in range(n):
+        out = target.forward([ForwardItem(kv, kv_len, pending, 1)])[0]
+        kv, kv_len = out.kv, kv_len + len(pending)
+        row = np.array(out.rows.host()[-1], dtype=np.float32)
+        seq.append(int(np.argmax(penalized(row, seq, len(prompt), penalties))))
+        pending = (seq[-1],)
+    return tuple(seq[len(prompt) :])
