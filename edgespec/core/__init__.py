@@ -1,3 +1,4 @@
 """Speculative-decoding core: shared record types, accept/reject math, draft-logit features,
 and the rules both hosts share (a prefill part's size, :mod:`.prefill_parts`; the sampling
-cuts' order and ranges, :mod:`.sampling_cuts`; the penalties, :mod:`.penalties`)."""
+cuts' order and ranges, :mod:`.sampling_cuts`; the penalties, :mod:`.penalties`; where an
+output may end, :mod:`.stop_rules`)."""

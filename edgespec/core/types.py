@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from edgespec.core.penalties import additive_penalty_problem, repetition_penalty_problem
 from edgespec.core.sampling_cuts import logit_bias_problem, min_p_problem, top_k_problem
+from edgespec.core.stop_rules import min_tokens_problem, stop_token_ids_problem
 from edgespec.core.wire_limits import wire_float_problem
 
 FloatArray = npt.NDArray[np.float32] | npt.NDArray[np.float64]
@@ -28,7 +29,9 @@ class SamplingParams:
     id, bias) pairs are added to the logits first, greedy too, then the penalties
     (``repetition_penalty``, ``frequency_penalty``, ``presence_penalty``:
     :mod:`edgespec.core.penalties`). ``ignore_eos``: the output runs to ``max_new_tokens``
-    past any end of sequence the target commits (fixed lengths)."""
+    past any end of sequence the target commits (fixed lengths); ``stop_token_ids`` end it
+    as an end of sequence does; ``min_tokens``: none of those before this many output
+    tokens (:mod:`edgespec.core.stop_rules`)."""
 
     temperature: float = 0.0
     top_p: float = 1.0
@@ -41,6 +44,8 @@ class SamplingParams:
     repetition_penalty: float = 1.0
     frequency_penalty: float = 0.0
     presence_penalty: float = 0.0
+    stop_token_ids: tuple[int, ...] = ()
+    min_tokens: int = 0
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.temperature) or self.temperature < 0:
@@ -52,17 +57,22 @@ class SamplingParams:
                 raise ValueError(f"{name} {problem}")
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
-        for name, problem in (("top_k", top_k_problem(self.top_k)),
-                              ("min_p", min_p_problem(self.min_p)),
-                              ("logit_bias", logit_bias_problem(self.logit_bias)),
-                              ("repetition_penalty",
-                               repetition_penalty_problem(self.repetition_penalty)),
-                              ("frequency_penalty",
-                               additive_penalty_problem(self.frequency_penalty)),
-                              ("presence_penalty",
-                               additive_penalty_problem(self.presence_penalty))):  # fmt: skip
+        for name, problem in self._field_problems():
             if problem is not None:
                 raise ValueError(f"{name} {problem}")
+
+    def _field_problems(self) -> tuple[tuple[str, str | None], ...]:
+        """Each checked field with what is wrong with it (``None``: nothing)."""
+        return (
+            ("top_k", top_k_problem(self.top_k)),
+            ("min_p", min_p_problem(self.min_p)),
+            ("logit_bias", logit_bias_problem(self.logit_bias)),
+            ("repetition_penalty", repetition_penalty_problem(self.repetition_penalty)),
+            ("frequency_penalty", additive_penalty_problem(self.frequency_penalty)),
+            ("presence_penalty", additive_penalty_problem(self.presence_penalty)),
+            ("stop_token_ids", stop_token_ids_problem(self.stop_token_ids)),
+            ("min_tokens", min_tokens_problem(self.min_tokens, self.max_new_tokens)),
+        )
 
     @property
     def greedy(self) -> bool:

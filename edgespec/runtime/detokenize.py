@@ -50,6 +50,11 @@ class IncrementalText:
     def num_tokens(self) -> int:
         return len(self._tokens)
 
+    def num_chars_for(self, num_tokens: int) -> int:
+        """The complete characters the first ``num_tokens`` tokens make (all of them, when
+        fewer have come)."""
+        return self._lengths[min(num_tokens, len(self._lengths) - 1)]
+
     def num_tokens_for(self, num_chars: int) -> int:
         """The fewest leading tokens whose text reaches ``num_chars`` characters (a token
         partly inside them counts)."""

@@ -148,6 +148,7 @@ def reopen(
     remaining = dataclasses.replace(
         sampling,
         max_new_tokens=sampling.max_new_tokens - len(output),
+        min_tokens=max(sampling.min_tokens - len(output), 0),
         seed=reopened_seed(sampling.seed, len(output)),
     )
     if cancel is not None and cancel.is_set():

@@ -1,8 +1,8 @@
 """Which fields a request may carry: those the endpoint applies; those it does not apply,
 taken only at a value that changes nothing (:data:`UNSUPPORTED`); a few that never change
 the output, accepted and ignored (:data:`IGNORED`). Any other field is refused with a 400
-naming it, never ignored: a client that asks for ``logprobs`` or ``min_tokens`` is told it
-does not get it. A field given as ``null`` counts as absent."""
+naming it, never ignored: a client that asks for ``logprobs`` or ``n`` > 1 is told it does
+not get it. A field given as ``null`` counts as absent."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from edgespec.runtime.openai_api.errors import clip, invalid, shown
 
 APPLIED = ("model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop",
            "stop_token_ids", "ignore_eos", "logit_bias", "presence_penalty",
-           "frequency_penalty", "repetition_penalty", "stream", "stream_options",
+           "frequency_penalty", "repetition_penalty", "min_tokens", "stream", "stream_options",
            "edgespec")  # fmt: skip
 """Fields of both routes that the endpoint applies."""
 
@@ -34,7 +34,6 @@ UNSUPPORTED: dict[str, tuple[Any, ...]] = {
     "functions": ([],),
     "function_call": ("none",),
     "parallel_tool_calls": (),
-    "min_tokens": (0,),
     "reasoning_effort": (),
     "modalities": (["text"],),
     "prediction": (),

@@ -218,7 +218,11 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
     _check_context(setup, request, 1)  # max_tokens alone: before the prompt is tokenized
     ids = prompt_ids(setup.tokenizer, setup.special_ids, request.prompt, setup.vocab_size, limits)
     _check_context(setup, request, len(ids))
-    sampling = request.sampling.params(request.max_tokens, request.seed, request.ignore_eos)
+    chat = is_chat(request.prompt)  # the server ends at a chat's end of turn too
+    ends = end_of_turn_ids(setup.tokenizer) if chat and not request.ignore_eos else frozenset()
+    stop_ids = request.stop_token_ids | ends
+    sampling = request.sampling.params(request.max_tokens, request.seed, request.ignore_eos,
+                                       stop_ids, request.min_tokens)  # fmt: skip
     return PreparedRequest(request, ids, sampling, _window(setup, request))
 
 
@@ -236,9 +240,8 @@ def run_request(
     from edgespec.runtime.wire.emulated_link import wrap_verifier
 
     config, request = setup.config, prepared.request
-    chat = is_chat(request.prompt)
-    ends = end_of_turn_ids(setup.tokenizer) if chat and not request.ignore_eos else frozenset()
-    text = TextStream(setup.tokenizer, request.stop, ends | request.stop_token_ids)
+    stop_ids = frozenset(prepared.sampling.stop_token_ids)  # with a chat's end of turn
+    text = TextStream(setup.tokenizer, request.stop, stop_ids, request.min_tokens)
     committed: list[int] = []
     echoed = _echoed(setup, request.prompt) if request.echo else ""
     if echoed:

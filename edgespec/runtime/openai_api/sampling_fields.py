@@ -27,7 +27,14 @@ class SamplingFields:
     logit_bias: tuple[tuple[int, float], ...] = ()  # token ids ascending
     penalties: tuple[float, float, float] = (1.0, 0.0, 0.0)  # repetition, frequency, presence
 
-    def params(self, max_tokens: int, seed: int | None, ignore_eos: bool) -> SamplingParams:
+    def params(
+        self,
+        max_tokens: int,
+        seed: int | None,
+        ignore_eos: bool,
+        stop_token_ids: frozenset[int] = frozenset(),
+        min_tokens: int = 0,
+    ) -> SamplingParams:
         """The session's :class:`SamplingParams`: these fields and the request's others."""
         return SamplingParams(
             temperature=self.temperature,
@@ -41,6 +48,8 @@ class SamplingFields:
             repetition_penalty=self.penalties[0],
             frequency_penalty=self.penalties[1],
             presence_penalty=self.penalties[2],
+            stop_token_ids=tuple(sorted(stop_token_ids)),
+            min_tokens=min_tokens,
         )
 
 
@@ -104,6 +113,17 @@ def _logit_bias(body: Mapping[str, Any]) -> tuple[tuple[int, float], ...]:
     if len({t for t, _ in pairs}) < len(pairs):  # "7" and "07"
         raise invalid("logit_bias names a token twice", param="logit_bias")
     return tuple(sorted(pairs))
+
+
+def parse_min_tokens(body: Mapping[str, Any], max_tokens: int) -> int:
+    """``min_tokens`` (vLLM's): no end of sequence, stop token or stop sequence before this
+    many output tokens; in [0, ``max_tokens``]."""
+    min_tokens = integer_field(body, "min_tokens", 0)
+    assert min_tokens is not None
+    if not 0 <= min_tokens <= max_tokens:
+        raise invalid(f"min_tokens must be in [0, max_tokens = {max_tokens}], got "
+                      f"{shown(min_tokens)}", param="min_tokens")  # fmt: skip
+    return min_tokens
 
 
 def _penalties(body: Mapping[str, Any]) -> tuple[float, float, float]:

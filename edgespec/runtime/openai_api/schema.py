@@ -24,6 +24,7 @@ from edgespec.runtime.openai_api.messages import (
 from edgespec.runtime.openai_api.sampling_fields import (
     SamplingFields,
     integer_field,
+    parse_min_tokens,
     parse_sampling,
 )
 from edgespec.runtime.validation import MAX_IDENTIFIER_CHARS
@@ -88,6 +89,7 @@ class ParsedRequest:
     stop_token_ids: frozenset[int] = frozenset()  # end the text before any of them
     ignore_eos: bool = False  # run to max_tokens past the target's end of sequence
     echo: bool = False  # /v1/completions: the prompt's text before the completion's
+    min_tokens: int = 0  # no end of sequence, stop token or stop sequence before this many
 
 
 class _DuplicateKey(Exception):
@@ -282,4 +284,5 @@ def parse_request(
         stop_token_ids=_stop_token_ids(body),
         ignore_eos=_boolean(body, "ignore_eos"),
         echo=not chat and _boolean(body, "echo"),
+        min_tokens=parse_min_tokens(body, max_tokens),
     )

@@ -16,13 +16,20 @@ class TextStream:
     same): complete characters, an unfinished last one as one U+FFFD, cut before the first
     stop sequence. A token in ``stop_token_ids`` (a chat template's end of turn) ends the
     text before it. ``num_tokens``: the tokens the text returned took (a token partly in it
-    counts), not counting a stop sequence, an end-of-turn token or any token after them."""
+    counts), not counting a stop sequence, an end-of-turn token or any token after them.
+    ``min_tokens``: a stop sequence counts only where it ends in that many tokens' text or
+    later (vLLM's; the server commits no stop token before then)."""
 
     def __init__(
-        self, tokenizer: Any, stops: tuple[str, ...], stop_token_ids: frozenset[int] = frozenset()
+        self,
+        tokenizer: Any,
+        stops: tuple[str, ...],
+        stop_token_ids: frozenset[int] = frozenset(),
+        min_tokens: int = 0,
     ) -> None:
         self._decoded = IncrementalText(tokenizer, TOKENIZER_LOCK)
         self._stops = stops
+        self._min_tokens = min_tokens
         self._stop_ids = stop_token_ids
         self._emitted = 0
         self.text = ""
@@ -54,9 +61,20 @@ class TextStream:
         self._decoded.finish()
         return self._update(ended=True)
 
+    def _stops_after(self, full: str) -> int:
+        """Where a stop sequence must end after (characters of ``full``): before the
+        ``min_tokens``-th token's text, a stop sequence does not count."""
+        if self._min_tokens == 0:
+            return 0
+        if self._decoded.num_tokens < self._min_tokens:
+            return len(full)
+        return self._decoded.num_chars_for(self._min_tokens - 1)
+
     def _update(self, ended: bool) -> str:
         full = self._decoded.text
-        hits = [i for i in (full.find(s) for s in self._stops) if i >= 0]
+        after = self._stops_after(full)
+        found = (full.find(s, max(after - len(s) + 1, 0)) for s in self._stops)
+        hits = [i for i in found if i >= 0]
         self.text = full[: min(hits)] if hits else full
         if hits:
             self.stopped = True

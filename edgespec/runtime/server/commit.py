@@ -1,6 +1,6 @@
 """Committing a verdict into its session (:class:`~edgespec.runtime.server.engine.
-VerificationEngine`): the committed tokens cut to the session's budget and its EOS (unless
-it ignores EOS), the KV
+VerificationEngine`): the committed tokens cut to the session's budget, its EOS (unless
+it ignores EOS) and its stop ids, the KV
 cropped to what stays valid (the accepted draft tokens' entries; a token tree's accepted
 path), and the :class:`~edgespec.runtime.messages.VerifyOutcome` its reply carries, with the
 target's hidden rows a ``return_hidden`` session's client lacks
@@ -12,7 +12,7 @@ from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, TargetBac
 from edgespec.runtime.messages import VerifyCall, VerifyOutcome
 from edgespec.runtime.server.returned_hidden import first_returned_position, returned_rows
 from edgespec.runtime.server.session_record import EngineSession
-from edgespec.runtime.server.verification import Verdict, cut_committed
+from edgespec.runtime.server.verification import Verdict, cut_committed, ending_tokens
 
 
 def commit_verdict(
@@ -30,7 +30,7 @@ def commit_verdict(
     sampling, draft = s.spec.sampling, call.draft_token_ids
     result, path = judged.result, judged.path
     budget = sampling.max_new_tokens - s.num_output_tokens
-    eos = frozenset() if sampling.ignore_eos else backend.eos_token_ids
+    eos = ending_tokens(sampling, backend.eos_token_ids)
     committed = cut_committed(result.committed_token_ids, budget, eos)
     old_total = len(s.tokens)
     s.tokens.extend(committed)

@@ -58,11 +58,7 @@ from edgespec.runtime.server.prefill_parts import (
 )
 from edgespec.runtime.server.returned_hidden import first_returned_position
 from edgespec.runtime.server.session_record import EngineSession
-from edgespec.runtime.server.verification import (
-    EXACT_RULES,
-    AnyRule,
-    Verdict,
-)
+from edgespec.runtime.server.verification import EXACT_RULES, AnyRule, Verdict, ending_tokens
 
 _Live = tuple[int, EngineSession, VerifyCall, ForwardItem, bool]
 """A call forwarded in this batch: (its index, session, call, forward item, whether the item
@@ -286,7 +282,8 @@ class VerificationEngine(SessionTable):
         judged: Verdict | None = None,
     ) -> VerifyOutcome:
         if judged is None:
-            rows = processed_rows(out.rows, s.spec, s.tokens, call)
+            ends = ending_tokens(s.spec.sampling, self.backend.eos_token_ids)
+            rows = processed_rows(out.rows, s.spec, s.tokens, call, ends)
             judged = s.rule.verdict(call, s.spec.sampling, rows, s.rng)
         keep_cache = self._prefix_cache and self._holds(s)
         outcome = commit_verdict(s, call, item, out, judged, self.backend, keep_cache)

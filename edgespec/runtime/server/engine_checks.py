@@ -34,6 +34,7 @@ def check_session_spec(spec: SessionSpec, backend: TargetBackend, rules: Collect
         raise context_refusal(len(spec.prompt_token_ids), spec.sampling.max_new_tokens, limit)
     check_vocab(spec.prompt_token_ids, "prompt token", backend.vocab_size)
     check_vocab([t for t, _ in spec.sampling.logit_bias], "logit_bias token", backend.vocab_size)
+    check_vocab(spec.sampling.stop_token_ids, "stop token", backend.vocab_size)
     if spec.verification_rule not in rules:
         raise RequestError(
             ErrorCode.INVALID_ARGUMENT,

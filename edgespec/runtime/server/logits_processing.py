@@ -1,13 +1,15 @@
 """What the engine does to a verification's target rows before the session's rule reads
 them (:func:`processed_rows`): the session's ``logit_bias`` is added, then its penalties
-are made (:mod:`edgespec.core.penalties`), each row after its own context: the committed
-tokens, then the draft tokens before the row (a chain's first j for row j; a tree node's
-ancestors and itself for the node's row). On the host, in float32 as the rows are; a
-session with neither gets its rows as they were (left on the backend's device)."""
+are made (:mod:`edgespec.core.penalties`), then, while its output is shorter than
+``min_tokens``, the tokens it would end at get no probability (-inf:
+:mod:`edgespec.core.stop_rules`). Each row after its own context: the committed tokens,
+then the draft tokens before the row (a chain's first j for row j; a tree node's ancestors
+and itself for the node's row). On the host, in float32 as the rows are; a session with
+none of them gets its rows as they were (left on the backend's device)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -17,12 +19,19 @@ from edgespec.runtime.messages import SessionSpec, VerifyCall
 
 
 def processed_rows(
-    rows: LogitRows, spec: SessionSpec, committed: Sequence[int], call: VerifyCall
+    rows: LogitRows,
+    spec: SessionSpec,
+    committed: Sequence[int],
+    call: VerifyCall,
+    ends: Collection[int],
 ) -> LogitRows:
     """``call``'s K + 1 target ``rows`` of a session opened with ``spec`` that committed
-    ``committed`` (its prompt and output so far), biased and penalized."""
+    ``committed`` (its prompt and output so far), biased, penalized, and ``ends`` (the
+    tokens it ends at) masked in rows before its ``min_tokens``-th output token."""
     sampling = spec.sampling
-    if not sampling.logit_bias and not sampling.penalized:
+    num_output = len(committed) - len(spec.prompt_token_ids)  # this session's
+    masked = num_output < sampling.min_tokens and bool(ends)
+    if not sampling.logit_bias and not sampling.penalized and not masked:
         return rows
     out = np.array(rows.host(), dtype=np.float32, copy=True)
     if sampling.logit_bias:
@@ -34,6 +43,10 @@ def processed_rows(
             penalize_row(row, (*committed, *path), spec.num_prompt_tokens,
                          sampling.repetition_penalty, sampling.frequency_penalty,
                          sampling.presence_penalty)  # fmt: skip
+    if masked:  # row j follows j draft tokens (a tree's row: its node's depth)
+        paths = draft_paths(call.draft_token_ids, call.draft_parents)
+        short = [j for j, path in enumerate(paths) if num_output + len(path) < sampling.min_tokens]
+        out[np.ix_(short, sorted(ends))] = -np.inf
     return HostRows(out)
 
 

@@ -111,9 +111,9 @@ class SemanticVerification:
                 f"semantic verification is greedy only; session {spec.session_id!r} samples "
                 f"at temperature {spec.sampling.temperature}"
             )
-        if spec.sampling.logit_bias or spec.sampling.penalized:
+        if spec.sampling.logit_bias or spec.sampling.penalized or spec.sampling.min_tokens:
             raise _invalid("semantic verification judges the target's own argmax: no "
-                           "logit_bias or penalties")  # fmt: skip
+                           "logit_bias, penalties or min_tokens")  # fmt: skip
         threshold = options.threshold
         if not 0 <= threshold <= THRESHOLD_STEPS:
             raise _invalid(f"semantic threshold {threshold} outside 0..16")

@@ -262,6 +262,12 @@ EXACT_RULES: Mapping[str, VerificationRule] = {"exact": ExactRule()}
 """The rules an engine serves unless told otherwise: lossless only."""
 
 
+def ending_tokens(sampling: SamplingParams, eos: frozenset[int]) -> frozenset[int]:
+    """The tokens a session's output ends at, committed: the target's ``eos`` (unless the
+    session ignores them) and its ``stop_token_ids``."""
+    return (frozenset() if sampling.ignore_eos else eos) | frozenset(sampling.stop_token_ids)
+
+
 def cut_committed(tokens: Sequence[int], budget: int, eos: Collection[int]) -> list[int]:
     """``tokens`` cut to the token budget and after the first EOS."""
     committed = list(tokens[:budget])

@@ -44,6 +44,8 @@ def spec_to_proto(spec: SessionSpec) -> Any:
         repetition_penalty=s.repetition_penalty,
         frequency_penalty=s.frequency_penalty,
         presence_penalty=s.presence_penalty,
+        stop_token_ids=list(s.stop_token_ids),
+        min_tokens=s.min_tokens,
     )
     if s.seed is not None:
         sampling.seed = s.seed
@@ -97,6 +99,8 @@ def spec_from_proto(msg: Any) -> SessionSpec:
             repetition_penalty=s.repetition_penalty or 1.0,  # 0 = unset; others are checked
             frequency_penalty=s.frequency_penalty,
             presence_penalty=s.presence_penalty,
+            stop_token_ids=tuple(s.stop_token_ids),
+            min_tokens=s.min_tokens,
         )
     except ValueError as exc:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, f"sampling: {exc}") from exc

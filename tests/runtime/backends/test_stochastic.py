@@ -18,7 +18,7 @@ from edgespec.runtime.sampling import logits_to_probs
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.testing import tiny_llama
 from edgespec.runtime.wire.inprocess import speculative_generate
-from tests.runtime.penalty_oracle import Penalties, penalized
+from tests.runtime.greedy_oracles import Penalties, penalized
 
 scipy_stats = pytest.importorskip("scipy.stats")
 

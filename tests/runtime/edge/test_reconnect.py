@@ -72,3 +72,15 @@ def test_a_reopened_session_samples_as_the_first() -> None:
     again = _reopened((6, 9), sampling).sampling
     assert dataclasses.replace(again, max_new_tokens=8, seed=7) == sampling
     assert again.max_new_tokens == 6
+
+
+@pytest.mark.parametrize(("min_tokens", "left"), [(5, 3), (2, 0)])
+def test_a_reopened_session_keeps_what_is_left_of_min_tokens(min_tokens: int, left: int) -> None:
+    """As the budget: what the output so far has not yet reached (the server counts a
+    session's own output), its stop ids and penalties as they were, the output counted as
+    output for the penalties."""
+    sampling = SamplingParams(max_new_tokens=8, min_tokens=min_tokens, stop_token_ids=(4,),
+                              presence_penalty=0.5)  # fmt: skip
+    again = _reopened((6, 9), sampling)
+    assert again.sampling == dataclasses.replace(sampling, max_new_tokens=6, min_tokens=left)
+    assert again.num_prior_output_tokens == 2

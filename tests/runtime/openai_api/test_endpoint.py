@@ -11,8 +11,8 @@ import pytest
 
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.wire.inprocess import target_greedy_decode
+from tests.runtime.greedy_oracles import masked_greedy, penalized_greedy
 from tests.runtime.openai_api.conftest import MODEL, word_tokenizer
-from tests.runtime.penalty_oracle import penalized_greedy
 
 TOKENIZER = word_tokenizer(64)
 
@@ -231,6 +231,35 @@ def test_penalties_are_made_on_the_targets_rows(client: Any, target: Transformer
                                     frequency_penalty=1.0, presence_penalty=0.5,
                                     extra_body={"repetition_penalty": 1.3})  # fmt: skip
     assert out.choices[0].text == expected
+
+
+def test_min_tokens_holds_off_stop_sequences_and_stop_tokens(
+    client: Any, api: Any, target: TransformersTarget
+) -> None:
+    """vLLM's ``min_tokens`` (was refused unless 0): a stop sequence counts only where it
+    ends in the min_tokens-th token's text or later, and the server commits no stop token
+    before then (the target's greedy decoding with it masked in the first rows)."""
+    from tests.runtime.openai_api.conftest import _error
+
+    greedy = target_greedy_decode(target, (5, 6, 7), 16)
+    full = _oracle(target, (5, 6, 7), 16)
+    word = f"w{greedy[1]}"
+    after = len(TOKENIZER.decode(list(greedy[:5])))  # the 6th token's text begins here
+    assert 0 <= full.find(word) < after  # without min_tokens: cut at the 2nd token
+    hit = full.find(word, after - len(word) + 1)
+    out = client.completions.create(model=MODEL, prompt="w5 w6 w7", max_tokens=16,
+                                    stop=[word], extra_body={"min_tokens": 6})  # fmt: skip
+    assert out.choices[0].text == (full if hit < 0 else full[:hit])
+    masked = masked_greedy(target, (5, 6, 7), frozenset({greedy[1]}), 6, 16)
+    assert masked != greedy  # the masked rows choose otherwise
+    held_off = {"min_tokens": 6, "stop_token_ids": [greedy[1]]}
+    out = client.completions.create(model=MODEL, prompt="w5 w6 w7", max_tokens=16,
+                                    extra_body=held_off)  # fmt: skip
+    ended = masked[-1] == greedy[1] and len(masked) < 16
+    assert out.choices[0].text == TOKENIZER.decode(list(masked[:-1] if ended else masked))
+    status, error = _error(api, {"model": MODEL, "prompt": "w1", "max_tokens": 4, "min_tokens": 5})
+    assert (status, error["param"]) == (400, "min_tokens")
+    assert error["message"] == "min_tokens must be in [0, max_tokens = 4], got 5"
 
 
 @pytest.mark.parametrize("cut", [{"top_k": 1}, {"min_p": 1.0}])

@@ -29,7 +29,6 @@ field the route does not know."""
     [
         ("top_logprobs", 2, "top_logprobs: 2 is not supported (only null or 0)", VALUE),
         ("n", 2, "n: 2 is not supported (only null or 1)", VALUE),
-        ("min_tokens", 5, "min_tokens: 5 is not supported (only null or 0)", VALUE),
         ("logprobs", True, "logprobs: true is not supported (only null)", PARAMETER),
         ("logprobs", 1, "logprobs: 1 is not supported (only null)", PARAMETER),
         ("logprobs", 0, "logprobs: 0 is not supported (only null)", PARAMETER),

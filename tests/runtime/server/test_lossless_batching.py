@@ -37,7 +37,7 @@ from edgespec.runtime.server.prefill_parts import PrefillPart  # noqa: E402
 from edgespec.runtime.testing import VOCAB, tiny_gemma3, tiny_llama  # noqa: E402
 from tests.runtime.device import TEST_DEVICE, on_test_device  # noqa: E402
 from tests.runtime.draft_draws import draw_draft  # noqa: E402
-from tests.runtime.penalty_oracle import OFF, Penalties, penalized  # noqa: E402
+from tests.runtime.greedy_oracles import OFF, Penalties, penalized  # noqa: E402
 
 S, F = "sliding_attention", "full_attention"
 MODELS: dict[str, Callable[[], Any]] = {"llama": lambda: tiny_llama(seed=0)}

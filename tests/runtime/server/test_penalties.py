@@ -17,7 +17,7 @@ from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.server.logits_processing import draft_paths
 from edgespec.runtime.testing import tiny_llama
 from edgespec.runtime.wire.inprocess import speculative_generate, target_greedy_decode
-from tests.runtime.penalty_oracle import Penalties, penalized_greedy
+from tests.runtime.greedy_oracles import Penalties, penalized_greedy
 
 PROMPT = (40, 2, 33, 17, 8, 2)
 

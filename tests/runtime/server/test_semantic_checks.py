@@ -21,6 +21,10 @@ from tests.runtime.server.semantic_engine import GOOD, GREEDY, PROMPT
 from tests.runtime.server.semantic_engine import open_semantic as _open
 from tests.runtime.server.semantic_engine import semantic_engine as _engine
 
+SEMANTIC_OWN_ARGMAX = (
+    "semantic verification judges the target's own argmax: no logit_bias, penalties or min_tokens"
+)
+
 
 @pytest.mark.parametrize(
     ("semantic", "kw", "message"),
@@ -52,12 +56,17 @@ from tests.runtime.server.semantic_engine import semantic_engine as _engine
         (
             GOOD,
             {"sampling": SamplingParams(max_new_tokens=4, logit_bias=((3, 5.0),))},
-            "semantic verification judges the target's own argmax: no logit_bias or penalties",
+            SEMANTIC_OWN_ARGMAX,
         ),
         (
             GOOD,
             {"sampling": SamplingParams(max_new_tokens=4, presence_penalty=0.5)},
-            "semantic verification judges the target's own argmax: no logit_bias or penalties",
+            SEMANTIC_OWN_ARGMAX,
+        ),
+        (
+            GOOD,
+            {"sampling": SamplingParams(max_new_tokens=4, min_tokens=2)},
+            SEMANTIC_OWN_ARGMAX,
         ),
     ],
 )

@@ -1,6 +1,7 @@
-"""The penalties written out token by token, apart from the server's vectorized
-:func:`edgespec.core.penalties.penalize_row`: the oracles' (target-only decoding with
-penalties) view of what a penalized row is."""
+"""Target-only greedy decoding with the server's row processing written out token by
+token, apart from its vectorized code (:mod:`edgespec.runtime.server.logits_processing`):
+the penalties (:func:`penalized`, :func:`penalized_greedy`) and the end tokens masked before
+``min_tokens`` (:func:`masked_greedy`)."""
 
 from __future__ import annotations
 
@@ -46,3 +47,23 @@ def penalized_greedy(
         seq.append(int(np.argmax(penalized(row, seq, len(prompt), penalties))))
         pending = (seq[-1],)
     return tuple(seq[len(prompt) :])
+
+
+def masked_greedy(
+    target: TargetBackend, prompt: tuple[int, ...], ends: frozenset[int], min_tokens: int, n: int
+) -> tuple[int, ...]:
+    """Target-only greedy decoding, ``ends`` masked in the first ``min_tokens`` rows, ended
+    at the first of them (included) or ``n`` tokens."""
+    kv, kv_len, out = None, 0, list[int]()
+    pending: tuple[int, ...] = prompt
+    while len(out) < n:
+        step = target.forward([ForwardItem(kv, kv_len, pending, 1)])[0]
+        kv, kv_len = step.kv, kv_len + len(pending)
+        row = np.array(step.rows.host()[-1], dtype=np.float32)
+        if len(out) < min_tokens:
+            row[sorted(ends)] = -np.inf
+        out.append(int(np.argmax(row)))
+        if out[-1] in ends:
+            break
+        pending = (out[-1],)
+    return tuple(out)

@@ -1,0 +1,31 @@
+"""Where a generation may end, beside its token budget: at an end of sequence (unless it
+ignores them), at one of its ``stop_token_ids`` (vLLM's: at most
+:data:`MAX_STOP_TOKEN_IDS`, committed then ended on, as an end of sequence), and not before
+``min_tokens`` output tokens (vLLM's: until then the target's rows give those tokens no
+probability, greedy decoding included). Their ranges, checked wherever they enter
+(:class:`~edgespec.core.types.SamplingParams`, the OpenAI endpoint)."""
+
+from __future__ import annotations
+
+from edgespec.core.wire_limits import UINT32_LIMIT
+
+MAX_STOP_TOKEN_IDS = 128
+"""The most ``stop_token_ids`` a generation names (the OpenAI endpoint's 64 a request names
+and its chat template's end-of-turn tokens among them)."""
+
+
+def stop_token_ids_problem(stop_token_ids: tuple[int, ...]) -> str | None:
+    """Why ``stop_token_ids`` (ascending, each once) is not a set of ids the wire carries."""
+    if len(stop_token_ids) > MAX_STOP_TOKEN_IDS:
+        return f"names at most {MAX_STOP_TOKEN_IDS} tokens, got {len(stop_token_ids)}"
+    ids = list(stop_token_ids)
+    if ids != sorted(set(ids)) or any(not 0 <= t < UINT32_LIMIT for t in ids):
+        return f"must be token ids in [0, 2**32), once each, ascending, got {ids[:5]}"
+    return None
+
+
+def min_tokens_problem(min_tokens: int, max_new_tokens: int) -> str | None:
+    """Why ``min_tokens`` is no count of output tokens before the generation may end."""
+    if not 0 <= min_tokens <= max_new_tokens:
+        return f"must be in [0, max_new_tokens = {max_new_tokens}], got {min_tokens}"
+    return None
