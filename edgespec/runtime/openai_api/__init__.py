@@ -30,11 +30,14 @@ speculative decoding against the verification server(s).
   the prompt checked and bounded before it is tokenized (characters, messages, roles);
 * :mod:`.sampling_fields` — a request's ``temperature`` and sampling cuts (``top_k``,
   ``top_p``, ``min_p``), each a 400 naming it when out of range or given at temperature 0;
+  its ``logit_bias``, penalties, ``min_tokens`` and ``n``;
 * :mod:`.tokenizing`, :mod:`.prompts`, :mod:`.chat_prompt` — prompts tokenized one at a
   time off the event loop, a 429 when too many wait; the prompt as token ids (text, ids, or
   chat messages through the chat template, special-token text in their contents kept as
   text);
 * :mod:`.admission` — how many generations run at once and how many may wait;
+* :mod:`.choices` — a request's ``n`` choices, generated in turn, each its own session
+  and seed;
 * :mod:`.generation`, :mod:`.session_tracker`, :mod:`.text`, :mod:`.streaming` — one
   request's generation in a worker thread, its sessions closed on the server however it
   ends; committed ids to text deltas (held back where a stop sequence may begin); deltas

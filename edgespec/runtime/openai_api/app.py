@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from edgespec.runtime.edge.reconnect import Cancelled
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.openai_api.admission import Admission, Concurrency
 from edgespec.runtime.openai_api.body import check_content_type, read_body
+from edgespec.runtime.openai_api.choices import Choices, run_choices
 from edgespec.runtime.openai_api.errors import (
     ApiError,
     clip,
@@ -30,13 +30,7 @@ from edgespec.runtime.openai_api.errors import (
     json_response,
     shown,
 )
-from edgespec.runtime.openai_api.generation import (
-    Completion,
-    EdgeSetup,
-    PreparedRequest,
-    prepare,
-    run_request,
-)
+from edgespec.runtime.openai_api.generation import EdgeSetup, PreparedRequest, prepare
 from edgespec.runtime.openai_api.health import Health
 from edgespec.runtime.openai_api.in_flight import Accepted, InFlight, endpoint_stopping
 from edgespec.runtime.openai_api.messages import prompt_size
@@ -50,7 +44,7 @@ from edgespec.runtime.openai_api.schema import (
     parse_request,
 )
 from edgespec.runtime.openai_api.server_watch import ServerWatch
-from edgespec.runtime.openai_api.streaming import Item, Running, sse
+from edgespec.runtime.openai_api.streaming import Item, Running, Work, sse
 from edgespec.runtime.openai_api.tokenizing import TOKENIZE_QUEUE_PROMPTS, PromptLine, run_holding
 
 LOG = logging.getLogger(__name__)
@@ -152,9 +146,7 @@ async def _complete(
     if parsed.model != api.model_id:
         raise _unknown_model(parsed.model, api.model_id)
     prepared = await _prepared(request, setup, api, parsed, lines.prompts)
-    work: Callable[[Callable[[str], None], threading.Event], Completion] = partial(
-        run_request, setup, prepared
-    )
+    work: Work = partial(run_choices, setup, prepared)
     await lines.health.refuse_if_hopeless(setup.config.retry_timeout_s)  # 503: no server
     admission = lines.admission
     await _waited(request, admission.acquire(), admission.release)  # 429: queue full
@@ -165,7 +157,7 @@ async def _complete(
         admission.release()
         raise
     lines.in_flight.started(running, place)
-    shape = Shape.new(parsed.model, chat, parsed.include_usage)
+    shape = Shape.new(parsed.model, chat, parsed.include_usage, parsed.n)
     if not parsed.stream:
         return JSONResponse(shape.whole(await _whole(request, running)))
     try:
@@ -221,7 +213,7 @@ async def _first(request: Request, running: Running) -> Item:
     raise _client_left()
 
 
-async def _whole(request: Request, running: Running) -> Completion:
+async def _whole(request: Request, running: Running) -> Choices:
     """The whole completion; a client that leaves before it is done ends the work at its
     next round, and its session is closed."""
     result = asyncio.ensure_future(running.result())

@@ -1,7 +1,7 @@
 """Which fields a request may carry: those the endpoint applies; those it does not apply,
 taken only at a value that changes nothing (:data:`UNSUPPORTED`); a few that never change
 the output, accepted and ignored (:data:`IGNORED`). Any other field is refused with a 400
-naming it, never ignored: a client that asks for ``logprobs`` or ``n`` > 1 is told it does
+naming it, never ignored: a client that asks for ``logprobs`` or ``best_of`` is told it does
 not get it. A field given as ``null`` counts as absent."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from edgespec.runtime.openai_api.errors import clip, invalid, shown
 
 APPLIED = ("model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop",
            "stop_token_ids", "ignore_eos", "logit_bias", "presence_penalty",
-           "frequency_penalty", "repetition_penalty", "min_tokens", "stream", "stream_options",
-           "edgespec")  # fmt: skip
+           "frequency_penalty", "repetition_penalty", "min_tokens", "n", "stream",
+           "stream_options", "edgespec")  # fmt: skip
 """Fields of both routes that the endpoint applies."""
 
 OWN = {False: ("prompt", "echo"), True: ("messages", "max_completion_tokens")}
@@ -23,7 +23,6 @@ OWN = {False: ("prompt", "echo"), True: ("messages", "max_completion_tokens")}
 ROUTES = {False: "/v1/completions", True: "/v1/chat/completions"}
 
 UNSUPPORTED: dict[str, tuple[Any, ...]] = {
-    "n": (1,),
     "best_of": (1,),
     "logprobs": (False,),
     "suffix": (),
@@ -40,7 +39,7 @@ UNSUPPORTED: dict[str, tuple[Any, ...]] = {
     "service_tier": ("auto", "default"),
 }
 """Fields accepted only absent, null or at these values, of their JSON type (anything else
-is refused, not ignored: log probabilities, several choices or a response format this
+is refused, not ignored: log probabilities, a best-of search or a response format this
 endpoint would not apply); a route's own values in :data:`ROUTE_UNSUPPORTED`."""
 
 ROUTE_UNSUPPORTED: dict[bool, dict[str, tuple[Any, ...]]] = {

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from edgespec.core.types import SamplingParams
 from edgespec.models.chat_templates import end_of_turn_ids
@@ -37,16 +37,15 @@ from edgespec.runtime.openai_api.errors import (
     invalid,
     shown,
 )
-from edgespec.runtime.openai_api.messages import Prompt, is_chat
+from edgespec.runtime.openai_api.messages import is_chat
 from edgespec.runtime.openai_api.prompts import (
-    TOKENIZER_LOCK,
     check_vocabulary,
     prompt_ids,
     prompt_param,
 )
 from edgespec.runtime.openai_api.schema import Limits, ParsedRequest
 from edgespec.runtime.openai_api.session_tracker import tracked
-from edgespec.runtime.openai_api.text import TextStream
+from edgespec.runtime.openai_api.text import TextStream, echo_text
 from edgespec.runtime.openai_api.throttle import RefusedCredentials
 
 
@@ -151,12 +150,14 @@ def _drafter(setup: EdgeSetup) -> Any:
 @dataclass(frozen=True, slots=True)
 class PreparedRequest:
     """A request ready to generate: its prompt's token ids, its sampling and a window
-    policy of its own, made before it waits for a worker (a bad one is a 400 at once)."""
+    policy of its own, made before it waits for a worker (a bad one is a 400 at once);
+    ``more_windows``: choices 1.. of ``n``'s own."""
 
     request: ParsedRequest
     prompt_ids: tuple[int, ...]
     sampling: SamplingParams
     window: Any
+    more_windows: tuple[Any, ...] = ()
 
 
 def end_ids(setup: EdgeSetup) -> frozenset[int]:
@@ -223,7 +224,8 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
     stop_ids = request.stop_token_ids | ends
     sampling = request.sampling.params(request.max_tokens, request.seed, request.ignore_eos,
                                        stop_ids, request.min_tokens)  # fmt: skip
-    return PreparedRequest(request, ids, sampling, _window(setup, request))
+    more = tuple(_window(setup, request) for _ in range(request.n - 1))
+    return PreparedRequest(request, ids, sampling, _window(setup, request), more)
 
 
 def run_request(
@@ -243,7 +245,7 @@ def run_request(
     stop_ids = frozenset(prepared.sampling.stop_token_ids)  # with a chat's end of turn
     text = TextStream(setup.tokenizer, request.stop, stop_ids, request.min_tokens)
     committed: list[int] = []
-    echoed = _echoed(setup, request.prompt) if request.echo else ""
+    echoed = echo_text(setup.tokenizer, request.prompt) if request.echo else ""
     if echoed:
         on_text(echoed)
 
@@ -279,14 +281,6 @@ def run_request(
             on_text(rest)
     return Completion(echoed + text.text, len(prepared.prompt_ids), text.num_tokens,
                       _finish(setup, text, committed, request))  # fmt: skip
-
-
-def _echoed(setup: EdgeSetup, prompt: Prompt) -> str:
-    """``echo``'s text: a text prompt as given, token ids decoded (a completions prompt)."""
-    if isinstance(prompt, str):
-        return prompt
-    with TOKENIZER_LOCK:
-        return str(setup.tokenizer.decode(list(cast(tuple[int, ...], prompt))))
 
 
 def _finish(

@@ -8,34 +8,36 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from edgespec.runtime.openai_api.generation import Completion
+from edgespec.runtime.openai_api.choices import Choices
 
 
 @dataclass(frozen=True, slots=True)
 class Shape:
     """The bodies of one request: ``chat`` (``chat.completion``) or ``text_completion``;
     ``include_usage`` (``stream_options``): its stream ends with a usage chunk, and every
-    chunk before it says ``"usage": null``, as OpenAI's do."""
+    chunk before it says ``"usage": null``, as OpenAI's do; ``num_choices``: its ``n``."""
 
     model: str
     chat: bool
     id: str
     created: int
     include_usage: bool = False
+    num_choices: int = 1
 
     @classmethod
-    def new(cls, model: str, chat: bool, include_usage: bool = False) -> Shape:
+    def new(cls, model: str, chat: bool, include_usage: bool = False, n: int = 1) -> Shape:
         prefix = "chatcmpl" if chat else "cmpl"
-        return cls(model, chat, f"{prefix}-{uuid.uuid4().hex}", int(time.time()), include_usage)
+        return cls(model, chat, f"{prefix}-{uuid.uuid4().hex}", int(time.time()), include_usage,
+                   n)  # fmt: skip
 
     def _head(self, object_name: str) -> dict[str, Any]:
         return {"id": self.id, "object": object_name, "created": self.created,
                 "model": self.model}  # fmt: skip
 
     def _choice(
-        self, text: str, finish: str | None, stream: bool, first: bool = False
+        self, text: str, finish: str | None, stream: bool, first: bool = False, index: int = 0
     ) -> dict[str, Any]:
-        choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": finish}
+        choice: dict[str, Any] = {"index": index, "logprobs": None, "finish_reason": finish}
         if not self.chat:
             choice["text"] = text
         elif stream:
@@ -48,23 +50,27 @@ class Shape:
             choice["message"] = {"role": "assistant", "content": text}
         return choice
 
-    def whole(self, done: Completion) -> dict[str, Any]:
+    def whole(self, done: Choices) -> dict[str, Any]:
         """The body of a request without ``stream``."""
         body = self._head("chat.completion" if self.chat else "text_completion")
-        body["choices"] = [self._choice(done.text, done.finish_reason, stream=False)]
+        body["choices"] = [self._choice(c.text, c.finish_reason, stream=False, index=i)
+                           for i, c in enumerate(done.completions)]  # fmt: skip
         body["usage"] = usage(done)
         return body
 
-    def chunk(self, text: str, finish: str | None = None, first: bool = False) -> dict[str, Any]:
-        """One streamed chunk: a text delta, or (``finish``) the last choice; a chat's
-        ``first`` chunk carries the role; with ``include_usage``, ``"usage": null``."""
+    def chunk(
+        self, text: str, finish: str | None = None, first: bool = False, index: int = 0
+    ) -> dict[str, Any]:
+        """One streamed chunk of choice ``index``: a text delta, or (``finish``) its last;
+        a chat choice's ``first`` chunk carries the role; with ``include_usage``,
+        ``"usage": null``."""
         body = self._head("chat.completion.chunk" if self.chat else "text_completion")
-        body["choices"] = [self._choice(text, finish, stream=True, first=first)]
+        body["choices"] = [self._choice(text, finish, stream=True, first=first, index=index)]
         if self.include_usage:
             body["usage"] = None
         return body
 
-    def usage_chunk(self, done: Completion) -> dict[str, Any]:
+    def usage_chunk(self, done: Choices) -> dict[str, Any]:
         """``stream_options.include_usage``: the chunk after the last, with no choices."""
         body = self._head("chat.completion.chunk" if self.chat else "text_completion")
         body["choices"] = []
@@ -72,7 +78,8 @@ class Shape:
         return body
 
 
-def usage(done: Completion) -> dict[str, int]:
+def usage(done: Choices) -> dict[str, int]:
+    """Prompt tokens once, completion tokens of every choice."""
     return {
         "prompt_tokens": done.prompt_tokens,
         "completion_tokens": done.completion_tokens,

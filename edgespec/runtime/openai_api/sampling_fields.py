@@ -115,6 +115,20 @@ def _logit_bias(body: Mapping[str, Any]) -> tuple[tuple[int, float], ...]:
     return tuple(sorted(pairs))
 
 
+MAX_CHOICES = 16
+"""The most choices (``n``) a request asks for: each is generated in turn, a whole
+generation's work."""
+
+
+def parse_num_choices(body: Mapping[str, Any]) -> int:
+    """``n``: how many choices, 1 to :data:`MAX_CHOICES`."""
+    n = integer_field(body, "n", 1)
+    assert n is not None
+    if not 1 <= n <= MAX_CHOICES:
+        raise invalid(f"n must be in [1, {MAX_CHOICES}], got {shown(n)}", param="n")
+    return n
+
+
 def parse_min_tokens(body: Mapping[str, Any], max_tokens: int) -> int:
     """``min_tokens`` (vLLM's): no end of sequence, stop token or stop sequence before this
     many output tokens; in [0, ``max_tokens``]."""

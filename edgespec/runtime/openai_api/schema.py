@@ -25,6 +25,7 @@ from edgespec.runtime.openai_api.sampling_fields import (
     SamplingFields,
     integer_field,
     parse_min_tokens,
+    parse_num_choices,
     parse_sampling,
 )
 from edgespec.runtime.validation import MAX_IDENTIFIER_CHARS
@@ -90,6 +91,7 @@ class ParsedRequest:
     ignore_eos: bool = False  # run to max_tokens past the target's end of sequence
     echo: bool = False  # /v1/completions: the prompt's text before the completion's
     min_tokens: int = 0  # no end of sequence, stop token or stop sequence before this many
+    n: int = 1  # choices, generated one after another
 
 
 class _DuplicateKey(Exception):
@@ -285,4 +287,5 @@ def parse_request(
         ignore_eos=_boolean(body, "ignore_eos"),
         echo=not chat and _boolean(body, "echo"),
         min_tokens=parse_min_tokens(body, max_tokens),
+        n=parse_num_choices(body),
     )

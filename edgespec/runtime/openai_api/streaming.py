@@ -1,5 +1,6 @@
-"""A request's generation in a worker thread, its text deltas handed to the event loop
-as they commit; as server-sent events (``data: {...}`` lines, ``data: [DONE]`` last).
+"""A request's generation (its choices) in a worker thread, its text deltas handed to the
+event loop as they commit, tagged with their choice's index; as server-sent events
+(``data: {...}`` lines, ``data: [DONE]`` last).
 The stream ending early (the client gone) sets the worker's cancel event: the worker
 stops at the next round and closes its session on the verification server."""
 
@@ -14,13 +15,14 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from edgespec.runtime.openai_api.generation import Completion
+from edgespec.runtime.openai_api.choices import Choices
 from edgespec.runtime.openai_api.responses import Shape
 
-Work = Callable[[Callable[[str], None], threading.Event], Completion]
-"""``work(on_text, cancel)``: runs the request in the calling (worker) thread."""
+Work = Callable[[Callable[[int, str], None], threading.Event], Choices]
+"""``work(on_text, cancel)``: runs the request in the calling (worker) thread, calling
+``on_text(choice index, delta)``."""
 
-Item = tuple[str, Any]  # ("text", str) | ("done", Completion) | ("error", BaseException)
+Item = tuple[str, Any]  # ("text", (index, str)) | ("done", Choices) | ("error", BaseException)
 
 
 class Running:
@@ -55,7 +57,7 @@ class Running:
 
     def _run(self, work: Work) -> None:
         try:
-            last: Item = ("done", work(lambda text: self._put(("text", text)), self.cancel))
+            last: Item = ("done", work(lambda i, text: self._put(("text", (i, text))), self.cancel))
         except BaseException as exc:  # handed to the loop, which raises or reports it
             last = ("error", exc)
         finally:
@@ -66,7 +68,7 @@ class Running:
     async def next(self) -> Item:
         return await self._queue.get()
 
-    async def result(self) -> Completion:
+    async def result(self) -> Choices:
         """The whole completion (text deltas dropped); the worker's error is raised here."""
         try:
             while True:
@@ -93,17 +95,19 @@ async def sse(
 ) -> AsyncIterator[str]:
     """The events of a stream whose ``first`` item was already taken (to answer errors
     before any headers are sent); an error after that is an ``{"error": ...}`` event."""
-    item, num_chunks = first, 0
+    item, num_chunks = first, [0] * shape.num_choices
     try:
         while True:
             kind, value = item
             if kind == "text":
-                yield event(shape.chunk(value, first=num_chunks == 0))
-                num_chunks += 1
+                index, text = value
+                yield event(shape.chunk(text, first=num_chunks[index] == 0, index=index))
+                num_chunks[index] += 1
             elif kind == "done":
-                if num_chunks == 0 and shape.chat:  # nothing generated: the role still comes
-                    yield event(shape.chunk("", first=True))
-                yield event(shape.chunk("", value.finish_reason))
+                for index, done in enumerate(value.completions):
+                    if num_chunks[index] == 0 and shape.chat:  # nothing generated: the role
+                        yield event(shape.chunk("", first=True, index=index))
+                    yield event(shape.chunk("", done.finish_reason, index=index))
                 if shape.include_usage:
                     yield event(shape.usage_chunk(value))
                 break

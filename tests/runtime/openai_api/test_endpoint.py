@@ -262,6 +262,48 @@ def test_min_tokens_holds_off_stop_sequences_and_stop_tokens(
     assert error["message"] == "min_tokens must be in [0, max_tokens = 4], got 5"
 
 
+def test_n_choices_each_as_its_own_request(client: Any, api: Any) -> None:
+    """``n`` (was refused unless 1): choice i is what the same request alone gives with seed
+    + i, whole or streamed (each choice's chunks tagged with its index, its role first in
+    chat, a finish chunk each); usage counts the prompt once and every choice's tokens."""
+    from tests.runtime.openai_api.conftest import _error
+
+    def alone(seed: int) -> str:
+        out = client.completions.create(model=MODEL, prompt="w1 w2", max_tokens=12,
+                                        temperature=1.0, seed=seed)  # fmt: skip
+        return str(out.choices[0].text)
+
+    out = client.completions.create(model=MODEL, prompt="w1 w2", max_tokens=12, temperature=1.0,
+                                    seed=40, n=3)  # fmt: skip
+    texts = [c.text for c in sorted(out.choices, key=lambda c: c.index)]
+    assert texts == [alone(40), alone(41), alone(42)] and len(set(texts)) > 1
+    assert out.usage.prompt_tokens == 2 and out.usage.completion_tokens == 36
+    chat: dict[str, Any] = {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": "w1 w2"}],
+        "max_tokens": 6,
+        "temperature": 1.0,
+        "seed": 7,
+        "n": 2,
+    }
+    usage = {"include_usage": True}
+    chunks = list(client.chat.completions.create(**chat, stream=True, stream_options=usage))
+    whole = client.chat.completions.create(**chat)
+    for index in (0, 1):
+        mine = [c.choices[0] for c in chunks if c.choices and c.choices[0].index == index]
+        assert mine[0].delta.role == "assistant"
+        assert [c.finish_reason for c in mine][-1] == whole.choices[index].finish_reason
+        assert "".join(c.delta.content or "" for c in mine) == whole.choices[index].message.content
+    assert chunks[-1].usage.completion_tokens == whole.usage.completion_tokens
+    for n in (0, 17):
+        status, error = _error(api, {"model": MODEL, "prompt": "w1", "n": n})
+        assert (status, error["param"], error["message"]) == (
+            400,
+            "n",
+            f"n must be in [1, 16], got {n}",
+        )
+
+
 @pytest.mark.parametrize("cut", [{"top_k": 1}, {"min_p": 1.0}])
 def test_a_cut_to_the_likeliest_token_is_greedy(
     client: Any, target: TransformersTarget, cut: dict[str, float]

@@ -28,7 +28,7 @@ field the route does not know."""
     ("field", "value", "message", "code"),
     [
         ("top_logprobs", 2, "top_logprobs: 2 is not supported (only null or 0)", VALUE),
-        ("n", 2, "n: 2 is not supported (only null or 1)", VALUE),
+        ("best_of", 2, "best_of: 2 is not supported (only null or 1)", VALUE),
         ("logprobs", True, "logprobs: true is not supported (only null)", PARAMETER),
         ("logprobs", 1, "logprobs: 1 is not supported (only null)", PARAMETER),
         ("logprobs", 0, "logprobs: 0 is not supported (only null)", PARAMETER),
@@ -206,7 +206,7 @@ def test_an_empty_stop_list_is_no_stop(api: ApiThread) -> None:
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("n", "x" * 3000, 'n: "' + "x" * 78 + "… is not supported (only null or 1)"),
+        ("best_of", "x" * 3000, 'best_of: "' + "x" * 78 + "… is not supported (only null or 1)"),
         ("prompt", {"k": "y" * 3000},
          "prompt must be a string or a non-empty list of token ids (one prompt per request), "
          'got {"k": "' + "y" * 72 + "…"),

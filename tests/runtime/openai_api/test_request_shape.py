@@ -98,14 +98,14 @@ def test_oversized_body_is_413_and_long_prompt_400(api: ApiThread) -> None:
         ("temperature", -1, "temperature"),
         ("top_p", 1.5, "top_p"),  # OpenAI's [0, 1]: 0 is greedy, -0.1 a 400 (test_endpoint)
         ("stop", ["a", "b", "c", "d", "e"], "stop"),
-        ("n", 2, "n"),
+        ("n", 17, "n"),
         ("seed", -1, "seed"),
         ("prompt", ["w1", "w2"], "prompt"),
         ("prompt", [99], "prompt"),
         ("edgespec", {"window": "nonesuch"}, "edgespec.window"),
         ("edgespec", {"slo": "x"}, "edgespec"),
         ("stop", "x" * 257, "stop"),  # held-back prefixes cost its length squared per token
-        ("n", True, "n"),  # True == 1, but not the default
+        ("n", True, "n"),  # True == 1, but no integer
         ("presence_penalty", 2.5, "presence_penalty"),  # OpenAI's [-2, 2]
         ("frequency_penalty", "1", "frequency_penalty"),
         ("repetition_penalty", 0, "repetition_penalty"),  # above 0

@@ -1,0 +1,60 @@
+"""A request's ``n`` choices (:func:`run_choices`): generated one after another in the
+request's worker, each in a session of its own, choice i seeded ``seed + i`` when the
+request is seeded (as vLLM seeds its parallel samples; unseeded, each draws fresh
+entropy), with a window policy of its own; their text deltas tagged with the choice's
+index. Greedy choices are alike."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from edgespec.core.wire_limits import SEED_LIMIT
+from edgespec.runtime.openai_api.generation import (
+    Completion,
+    EdgeSetup,
+    PreparedRequest,
+    run_request,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Choices:
+    """A request's completions, in index order (one without ``n``)."""
+
+    completions: tuple[Completion, ...]
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.completions[0].prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        """The tokens of every choice's text (OpenAI's usage counts them all)."""
+        return sum(c.completion_tokens for c in self.completions)
+
+
+def choice_seed(seed: int | None, index: int) -> int | None:
+    """Choice ``index``'s seed: ``seed + index`` (below the wire's limit), ``None`` unseeded."""
+    return None if seed is None else (seed + index) % SEED_LIMIT
+
+
+def run_choices(
+    setup: EdgeSetup,
+    prepared: PreparedRequest,
+    on_text: Callable[[int, str], None],
+    cancel: threading.Event,
+) -> Choices:
+    """Generate ``prepared``'s ``n`` choices in turn; ``on_text(index, delta)`` as rounds
+    commit. The first error ends them all (raised as :func:`run_request` raises it)."""
+    done = []
+    for index in range(prepared.request.n):
+        sampling = dataclasses.replace(prepared.sampling,
+                                       seed=choice_seed(prepared.sampling.seed, index))  # fmt: skip
+        window = prepared.window if index == 0 else prepared.more_windows[index - 1]
+        one = dataclasses.replace(prepared, sampling=sampling, window=window)
+        done.append(run_request(setup, one, partial(on_text, index), cancel))
+    return Choices(tuple(done))
