@@ -24,3 +24,8 @@ def wire_float_problem(value: float) -> str | None:
             f"must not be below {MIN_WIRE_FLOAT:.4g} unless 0 (the wire's float32), got {value:g}"
         )
     return None
+
+
+MAX_LOGPROBS = 20
+"""The most alternatives a generation asks the log-probabilities of, beside each chosen
+token's (OpenAI's ``top_logprobs`` limit)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.core.types import FloatArray, SamplingParams, VerifyResult
 from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision
@@ -109,7 +110,9 @@ class VerifyOutcome:
     For a token tree, ``accepted_nodes`` holds the accepted path's node indices (the
     tokens ``result.accepted_token_ids``); ``None`` for a chain. ``accepted_mismatches``
     (semantic sessions): the committed draft tokens that differ from the target's argmax
-    (none cut away by an EOS or the token budget).
+    (none cut away by an EOS or the token budget). ``logprobs``: one per committed token,
+    for a session that asks for them (:attr:`SamplingParams.logprobs
+    <edgespec.core.types.SamplingParams.logprobs>`); ``None`` otherwise.
     """
 
     result: VerifyResult
@@ -121,6 +124,7 @@ class VerifyOutcome:
     accepted_nodes: tuple[int, ...] | None = None
     hidden_request: tuple[int, ...] | None = None
     accepted_mismatches: int = 0
+    logprobs: tuple[TokenLogprobs, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

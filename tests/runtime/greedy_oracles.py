@@ -67,3 +67,19 @@ def masked_greedy(
             break
         pending = (out[-1],)
     return tuple(out)
+
+
+def target_logprobs(
+    target: TargetBackend, prompt: tuple[int, ...], output: tuple[int, ...], num_top: int
+) -> list[tuple[float, list[tuple[int, float]]]]:
+    """Each of ``output``'s log-probabilities after ``prompt`` under the target's own rows
+    (one uncached forward pass), and the ``num_top`` likeliest tokens' (ties by id)."""
+    step = target.forward([ForwardItem(None, 0, (*prompt, *output[:-1]), len(output))])[0]
+    found = []
+    for row, token in zip(np.asarray(step.rows.host(), dtype=np.float64), output, strict=True):
+        log_total = np.log(np.exp(row - row.max()).sum()) + row.max()
+        order = sorted(range(len(row)), key=lambda t: (-row[t], t))[:num_top]
+        found.append(
+            (float(row[token] - log_total), [(t, float(row[t] - log_total)) for t in order])
+        )
+    return found

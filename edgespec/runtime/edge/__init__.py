@@ -12,8 +12,11 @@
 * :mod:`.round_loop` — ``RoundLoop``: the drafter's rounds until the request ends, and
   ``RECOVERABLE``, the errors a lost session survives;
 * :mod:`.rounds` — the pieces of one round shared by the drafter's loop and the server's
-  fused loop (``decide``, ``capped_gamma``, ``play_round``, ``round_outcome``) and the
-  ``Verifier`` / ``FusedVerifier`` Protocols;
+  fused loop (``decide``, ``capped_gamma``, ``play_round``) and the ``Verifier`` /
+  ``FusedVerifier`` Protocols;
+* :mod:`.ledger` — ``Ledger``: what the device keeps of a generation, round by round (its
+  tokens and their log-probabilities handed on as they arrive), and ``round_outcome``, what
+  the window history records of a verdict;
 * :mod:`.fused_handover` — the device's side of a fused run: the session and its window
   history handed to the server, each fused round recorded as it arrives, the history, window
   state and next decision taken back;

@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
 from edgespec.policies.interfaces import WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
@@ -47,6 +48,7 @@ from edgespec.runtime.backends.base import (
     stopping_drafter,
 )
 from edgespec.runtime.edge.bounded_calls import open_bounded
+from edgespec.runtime.edge.ledger import Ledger
 from edgespec.runtime.edge.progress import ProgressBudget
 from edgespec.runtime.edge.reconnect import (
     RETRY_BACKOFF_S,
@@ -55,7 +57,7 @@ from edgespec.runtime.edge.reconnect import (
     open_retrying,
 )
 from edgespec.runtime.edge.round_loop import RECOVERABLE, RoundLoop
-from edgespec.runtime.edge.rounds import Ledger, Verifier
+from edgespec.runtime.edge.rounds import Verifier
 from edgespec.runtime.edge.semantic import (
     SEMANTIC,
     SemanticReport,
@@ -97,7 +99,9 @@ class DraftOptions:
     reopened, with the error that lost it, the tokens committed so far and the seconds
     the reopening is retried for (``edgespec draft`` says it on stderr); ``on_resend``:
     told as a verify call past its deadline is sent again on the same session, with its
-    error, the tokens committed so far and the seconds left of the progress budget."""
+    error, the tokens committed so far and the seconds left of the progress budget.
+    ``on_logprobs``: a round's committed tokens' log-probabilities, just before its tokens
+    (a session whose sampling asks for them)."""
 
     session_id: str
     client_id: str = "edge-0"
@@ -109,6 +113,7 @@ class DraftOptions:
     cancel: threading.Event | None = None
     on_reconnect: Callable[[RequestError, int, float], None] | None = None
     on_resend: Callable[[RequestError, int, float], None] | None = None
+    on_logprobs: Callable[[tuple[TokenLogprobs, ...]], None] | None = None
 
 
 def generate(
@@ -166,7 +171,8 @@ def _generate(
         else None
     )
     # the pair is named by the client id, as the server names it (WindowObservation.pair)
-    ledger = Ledger(options.session_id, on_tokens, feature, clock, options.client_id)
+    ledger = Ledger(options.session_id, on_tokens, feature, clock, options.client_id,
+                    options.on_logprobs)  # fmt: skip
     wisv = None if semantic is None else semantic.spec()
     opened = clock()
     first = _session_spec(options, prompt, sampling, feature is not None, wisv)

@@ -17,7 +17,8 @@ from typing import Protocol, runtime_checkable
 from edgespec.config import ConfigError
 from edgespec.core.types import SamplingParams
 from edgespec.runtime.edge.batched_draft import DraftState
-from edgespec.runtime.edge.rounds import Ledger, Verifier
+from edgespec.runtime.edge.ledger import Ledger
+from edgespec.runtime.edge.rounds import Verifier
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.messages import SessionSpec
 

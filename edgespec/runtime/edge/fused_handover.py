@@ -25,9 +25,9 @@ from typing import Any, TypeVar
 from edgespec.policies.contracts import policy_name
 from edgespec.policies.inputs import WindowHistory
 from edgespec.policies.interfaces import WindowDecision, WindowPolicy
+from edgespec.runtime.edge.ledger import Ledger
 from edgespec.runtime.edge.rounds import (
     FusedVerifier,
-    Ledger,
     Verifier,
     pair_state,
     restore_pair_state,

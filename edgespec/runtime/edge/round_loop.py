@@ -23,10 +23,10 @@ from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.runtime.backends.base import DraftBackend
 from edgespec.runtime.edge.bounded_calls import verify_bounded
 from edgespec.runtime.edge.fused_handover import fused_handover
+from edgespec.runtime.edge.ledger import Ledger
 from edgespec.runtime.edge.progress import NoProgress, ProgressBudget, ProgressWatch
 from edgespec.runtime.edge.reconnect import Cancelled, close_quietly, reopen
 from edgespec.runtime.edge.rounds import (
-    Ledger,
     PlayedRound,
     Verifier,
     capped_gamma,

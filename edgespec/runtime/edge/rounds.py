@@ -3,9 +3,8 @@ drafter's (:func:`edgespec.runtime.edge.drafter.generate`) and the server's fuse
 (:func:`edgespec.runtime.server.fused_run.run_fused_rounds`). :func:`decide` consults the
 window policy before a round (:func:`pair_state`, :func:`restore_pair_state`: its per-pair
 state moved with a fused run), :func:`capped_gamma` caps γ to the tokens still to generate,
-:func:`play_round` drafts the block and has it verified, :func:`round_outcome` is what the
-:class:`~edgespec.policies.inputs.WindowHistory` records of the verdict, and :class:`Ledger`
-what the device keeps of a generation, round by round.
+:func:`play_round` drafts the block and has it verified. What the device keeps of a
+generation, round by round, is :class:`edgespec.runtime.edge.ledger.Ledger`.
 """
 
 from __future__ import annotations
@@ -18,15 +17,14 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from edgespec.core.types import RoundRecord, SamplingParams
+from edgespec.core.types import SamplingParams
 from edgespec.policies.contracts import decide_window
-from edgespec.policies.inputs import RoundOutcome, WindowHistory
+from edgespec.policies.inputs import WindowHistory
 from edgespec.policies.interfaces import PairStateWindow, WindowDecision, WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.runtime.backends.base import (
     DraftBackend,
     DraftProposal,
-    FeatureDraftBackend,
     propose_block,
 )
 from edgespec.runtime.errors import ErrorCode, RequestError
@@ -36,7 +34,6 @@ from edgespec.runtime.messages import (
     FusedRound,
     SessionSpec,
     VerifyCall,
-    VerifyOutcome,
     VerifyReply,
 )
 
@@ -206,95 +203,3 @@ def _second_exchange(
         second.batch_size,
         second.queue_depth,
     )
-
-
-def round_outcome(
-    gamma: int, reply: VerifyReply, num_committed_total: int, network_s: float, fused: bool
-) -> RoundOutcome:
-    """What the window history records of a verdict (a token tree counts its depth, the
-    verifier's ``num_drafted``, not its nodes)."""
-    result = reply.outcome.result
-    return RoundOutcome(
-        gamma=gamma,
-        num_drafted=result.num_drafted,
-        num_accepted=result.num_accepted,
-        num_committed_total=num_committed_total,
-        network_s=network_s,
-        queue_depth=reply.queue_depth,
-        fused=fused,
-    )
-
-
-class Ledger:
-    """What a generation committed so far as the device sees it: output, round records
-    (each round as it reached the device, distributed or fused), the first token's
-    arrival and the session's window history."""
-
-    def __init__(
-        self,
-        request_id: str,
-        on_tokens: Callable[[tuple[int, ...]], None] | None,
-        feature: FeatureDraftBackend | None,
-        clock: Callable[[], float],
-        pair: str = "",
-    ) -> None:
-        self.request_id = request_id
-        self.output: list[int] = []
-        self.rounds: list[RoundRecord] = []
-        self.pair = pair  # the draft–target pair's name (WindowObservation.pair)
-        self.history = WindowHistory(pair)
-        self.first_token_s: float | None = None
-        self._on_tokens = on_tokens
-        self._feature = feature
-        self.clock = clock
-
-    def commit(
-        self,
-        gamma: int,
-        num_drafted: int,
-        reply: VerifyReply,
-        times: tuple[float, float, float, float, float],
-        num_passes: int | None = None,
-        fused: bool = False,
-    ) -> bool:
-        """Take in a verified round that reached the device at ``end``; ``times`` =
-        (start, end, draft, uplink, downlink). Returns whether the request finished."""
-        start, end, draft_s, uplink_s, downlink_s = times
-        outcome = reply.outcome
-        self.output.extend(outcome.committed_token_ids)
-        if outcome.committed_token_ids and self.first_token_s is None:
-            self.first_token_s = end
-        if self._on_tokens is not None and outcome.committed_token_ids:
-            self._on_tokens(outcome.committed_token_ids)
-        observe_s = self._observe(outcome)
-        network_s = uplink_s + downlink_s
-        self.history.record(round_outcome(gamma, reply, len(self.output), network_s, fused), end)
-        self.rounds.append(
-            RoundRecord(
-                request_id=self.request_id,
-                round_index=len(self.rounds),
-                start_s=start,
-                end_s=end,
-                draft_s=draft_s + observe_s,
-                uplink_s=uplink_s,
-                queue_s=reply.queue_s,
-                verify_s=reply.verify_s,
-                downlink_s=downlink_s,
-                num_drafted=num_drafted,
-                num_accepted=outcome.result.num_accepted,
-                num_committed=len(outcome.committed_token_ids),
-                batch_size=reply.batch_size,
-                num_draft_passes=num_passes,
-                fused=fused,
-            )
-        )
-        return outcome.finished
-
-    def _observe(self, outcome: VerifyOutcome) -> float:
-        """Hand a feature draft the verification's hidden rows; the time it took."""
-        if self._feature is None or outcome.target_hidden is None:
-            return 0.0
-        observed = self.clock()
-        rows = np.asarray(outcome.target_hidden, dtype=np.float32)
-        self._feature.observe_target_hidden(outcome.target_hidden_start, rows)
-        return self.clock() - observed

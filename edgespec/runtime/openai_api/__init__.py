@@ -30,12 +30,13 @@ speculative decoding against the verification server(s).
   the prompt checked and bounded before it is tokenized (characters, messages, roles);
 * :mod:`.sampling_fields` — a request's ``temperature`` and sampling cuts (``top_k``,
   ``top_p``, ``min_p``), each a 400 naming it when out of range or given at temperature 0;
-  its ``logit_bias``, penalties, ``min_tokens`` and ``n``;
+  its ``logit_bias``, penalties, ``min_tokens``, ``n`` and ``logprobs``;
 * :mod:`.tokenizing`, :mod:`.prompts`, :mod:`.chat_prompt` — prompts tokenized one at a
   time off the event loop, a 429 when too many wait; the prompt as token ids (text, ids, or
   chat messages through the chat template, special-token text in their contents kept as
   text);
 * :mod:`.admission` — how many generations run at once and how many may wait;
+* :mod:`.logprob_fields` — the returned tokens' log-probabilities as OpenAI shapes them;
 * :mod:`.choices` — a request's ``n`` choices, generated in turn, each its own session
   and seed;
 * :mod:`.generation`, :mod:`.session_tracker`, :mod:`.text`, :mod:`.streaming` — one

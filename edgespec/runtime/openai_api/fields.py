@@ -1,7 +1,7 @@
 """Which fields a request may carry: those the endpoint applies; those it does not apply,
 taken only at a value that changes nothing (:data:`UNSUPPORTED`); a few that never change
 the output, accepted and ignored (:data:`IGNORED`). Any other field is refused with a 400
-naming it, never ignored: a client that asks for ``logprobs`` or ``best_of`` is told it does
+naming it, never ignored: a client that asks for ``best_of`` or ``tools`` is told it does
 not get it. A field given as ``null`` counts as absent."""
 
 from __future__ import annotations
@@ -13,20 +13,18 @@ from edgespec.runtime.openai_api.errors import clip, invalid, shown
 
 APPLIED = ("model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop",
            "stop_token_ids", "ignore_eos", "logit_bias", "presence_penalty",
-           "frequency_penalty", "repetition_penalty", "min_tokens", "n", "stream",
-           "stream_options", "edgespec")  # fmt: skip
+           "frequency_penalty", "repetition_penalty", "min_tokens", "n", "logprobs",
+           "stream", "stream_options", "edgespec")  # fmt: skip
 """Fields of both routes that the endpoint applies."""
 
-OWN = {False: ("prompt", "echo"), True: ("messages", "max_completion_tokens")}
+OWN = {False: ("prompt", "echo"), True: ("messages", "max_completion_tokens", "top_logprobs")}
 """Fields of ``/v1/completions`` (``False``) or ``/v1/chat/completions`` (``True``) only."""
 
 ROUTES = {False: "/v1/completions", True: "/v1/chat/completions"}
 
 UNSUPPORTED: dict[str, tuple[Any, ...]] = {
     "best_of": (1,),
-    "logprobs": (False,),
     "suffix": (),
-    "top_logprobs": (0,),
     "response_format": ({"type": "text"},),
     "tools": ([],),
     "tool_choice": ("none",),
@@ -39,17 +37,16 @@ UNSUPPORTED: dict[str, tuple[Any, ...]] = {
     "service_tier": ("auto", "default"),
 }
 """Fields accepted only absent, null or at these values, of their JSON type (anything else
-is refused, not ignored: log probabilities, a best-of search or a response format this
-endpoint would not apply); a route's own values in :data:`ROUTE_UNSUPPORTED`."""
+is refused, not ignored: a best-of search, tools or a response format this endpoint would
+not apply); a route's own values in :data:`ROUTE_UNSUPPORTED`."""
 
 ROUTE_UNSUPPORTED: dict[bool, dict[str, tuple[Any, ...]]] = {
-    False: {"logprobs": ()},
+    False: {},
     True: {"echo": (False,)},
 }
-"""What a route takes instead of :data:`UNSUPPORTED`'s: ``logprobs`` is chat's boolean
-(``false`` is off) but an integer on ``/v1/completions``, where even 0 returns the chosen
-tokens' log probabilities: only null; ``echo`` is applied on ``/v1/completions`` (the prompt
-before the completion), and in chat (vLLM's, echoing the last message) only ``false``."""
+"""What a route takes instead of :data:`UNSUPPORTED`'s: ``echo`` is applied on
+``/v1/completions`` (the prompt before the completion), and in chat (vLLM's, echoing the
+last message) only ``false``."""
 
 UNKNOWN = "unknown_parameter"
 """The code of a refused field the route does not know (OpenAI's)."""

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.core.types import SamplingParams
 from edgespec.models.chat_templates import end_of_turn_ids
 from edgespec.runtime.edge.reconnect import Cancelled
@@ -37,6 +38,7 @@ from edgespec.runtime.openai_api.errors import (
     invalid,
     shown,
 )
+from edgespec.runtime.openai_api.logprob_fields import ChoiceLogprobs
 from edgespec.runtime.openai_api.messages import is_chat
 from edgespec.runtime.openai_api.prompts import (
     check_vocabulary,
@@ -57,6 +59,7 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int  # the tokens of ``text`` (and an EOS the model ended on)
     finish_reason: str  # "stop" (EOS or a stop sequence) or "length" (max_tokens)
+    logprobs: ChoiceLogprobs | None = None  # those tokens', when the request asks
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +226,7 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
     ends = end_of_turn_ids(setup.tokenizer) if chat and not request.ignore_eos else frozenset()
     stop_ids = request.stop_token_ids | ends
     sampling = request.sampling.params(request.max_tokens, request.seed, request.ignore_eos,
-                                       stop_ids, request.min_tokens)  # fmt: skip
+                                       stop_ids, request.min_tokens, request.logprobs)  # fmt: skip
     more = tuple(_window(setup, request) for _ in range(request.n - 1))
     return PreparedRequest(request, ids, sampling, _window(setup, request), more)
 
@@ -245,6 +248,7 @@ def run_request(
     stop_ids = frozenset(prepared.sampling.stop_token_ids)  # with a chat's end of turn
     text = TextStream(setup.tokenizer, request.stop, stop_ids, request.min_tokens)
     committed: list[int] = []
+    logprobs: list[TokenLogprobs] = []  # one per committed token, when asked for
     echoed = echo_text(setup.tokenizer, request.prompt) if request.echo else ""
     if echoed:
         on_text(echoed)
@@ -260,7 +264,8 @@ def run_request(
     session_id = new_session_id(config.client_id, endpoint=True)
     budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
     options = DraftOptions(session_id, config.client_id, request.slo_class,
-                           config.retry_timeout_s, progress=budget, cancel=cancel)  # fmt: skip
+                           config.retry_timeout_s, progress=budget, cancel=cancel,
+                           on_logprobs=logprobs.extend)  # fmt: skip
     verifier, left_s = _verifier(setup, options)
     options = dataclasses.replace(options, first_open_retry_s=left_s)
     tracker = tracked(wrap_verifier(verifier, config))  # its sessions closed however it ends
@@ -279,8 +284,11 @@ def run_request(
         rest = text.finish()
         if rest:
             on_text(rest)
-    return Completion(echoed + text.text, len(prepared.prompt_ids), text.num_tokens,
-                      _finish(setup, text, committed, request))  # fmt: skip
+    n = text.num_tokens
+    returned = None if request.logprobs is None else ChoiceLogprobs.build(
+        setup.tokenizer, committed[:n], logprobs[:n], text.token_offsets(n))  # fmt: skip
+    return Completion(echoed + text.text, len(prepared.prompt_ids), n,
+                      _finish(setup, text, committed, request), returned)  # fmt: skip
 
 
 def _finish(

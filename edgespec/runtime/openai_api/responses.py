@@ -55,6 +55,10 @@ class Shape:
         body = self._head("chat.completion" if self.chat else "text_completion")
         body["choices"] = [self._choice(c.text, c.finish_reason, stream=False, index=i)
                            for i, c in enumerate(done.completions)]  # fmt: skip
+        for choice, c in zip(body["choices"], done.completions, strict=True):
+            if c.logprobs is not None:
+                logprobs = c.logprobs.chat_json() if self.chat else c.logprobs.completions_json()
+                choice["logprobs"] = logprobs
         body["usage"] = usage(done)
         return body
 

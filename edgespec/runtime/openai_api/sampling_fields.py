@@ -1,7 +1,10 @@
 """A request's sampling fields, checked into :class:`SamplingFields`: ``temperature`` and
 the cuts after it, ``top_k``, ``top_p`` and ``min_p`` (:mod:`edgespec.core.sampling_cuts`,
 made in that order), ``logit_bias`` and the penalties before them
-(:mod:`edgespec.core.penalties`); a bad one is a 400 naming it (``param``)."""
+(:mod:`edgespec.core.penalties`), ``min_tokens``, ``n`` and the log-probabilities asked for
+(``logprobs``: an integer on ``/v1/completions``, chat's boolean with ``top_logprobs``; 0
+to 20 alternatives, not with ``stream`` or ``echo``); a bad one is a 400 naming it
+(``param``)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from typing import Any
 
 from edgespec.core.sampling_cuts import MAX_BIAS, MAX_LOGIT_BIAS, cuts_on
 from edgespec.core.types import SamplingParams
-from edgespec.core.wire_limits import UINT32_LIMIT, wire_float_problem
+from edgespec.core.wire_limits import MAX_LOGPROBS, UINT32_LIMIT, wire_float_problem
 from edgespec.runtime.openai_api.errors import invalid, shown
 
 
@@ -34,6 +37,7 @@ class SamplingFields:
         ignore_eos: bool,
         stop_token_ids: frozenset[int] = frozenset(),
         min_tokens: int = 0,
+        logprobs: int | None = None,
     ) -> SamplingParams:
         """The session's :class:`SamplingParams`: these fields and the request's others."""
         return SamplingParams(
@@ -50,6 +54,7 @@ class SamplingFields:
             presence_penalty=self.penalties[2],
             stop_token_ids=tuple(sorted(stop_token_ids)),
             min_tokens=min_tokens,
+            logprobs=logprobs,
         )
 
 
@@ -127,6 +132,37 @@ def parse_num_choices(body: Mapping[str, Any]) -> int:
     if not 1 <= n <= MAX_CHOICES:
         raise invalid(f"n must be in [1, {MAX_CHOICES}], got {shown(n)}", param="n")
     return n
+
+
+def _count(body: Mapping[str, Any], name: str) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_LOGPROBS:
+        raise invalid(f"{name} must be an integer in [0, {MAX_LOGPROBS}], got {shown(value)}",
+                      param=name)  # fmt: skip
+    return value
+
+
+def parse_logprobs(body: Mapping[str, Any], chat: bool) -> int | None:
+    """How many alternatives each returned token's log-probability comes with (``None``:
+    none asked). In chat ``logprobs: true`` asks, ``top_logprobs`` (only with it) counts."""
+    if not chat:
+        asked = _count(body, "logprobs")
+    else:
+        flag, top = body.get("logprobs"), _count(body, "top_logprobs")
+        if flag is not None and not isinstance(flag, bool):
+            raise invalid(f"logprobs must be a boolean, got {shown(flag)}", param="logprobs")
+        if top is not None and not flag:
+            raise invalid("top_logprobs needs logprobs: true", param="top_logprobs")
+        asked = (top or 0) if flag else None
+    if asked is not None and body.get("stream"):
+        raise invalid("logprobs are not returned with stream: true; ask without stream",
+                      param="logprobs", code="unsupported_value")  # fmt: skip
+    if asked is not None and body.get("echo"):
+        raise invalid("logprobs are not returned with echo: true (no prompt log-probabilities)",
+                      param="logprobs", code="unsupported_value")  # fmt: skip
+    return asked
 
 
 def parse_min_tokens(body: Mapping[str, Any], max_tokens: int) -> int:

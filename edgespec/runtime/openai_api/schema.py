@@ -24,6 +24,7 @@ from edgespec.runtime.openai_api.messages import (
 from edgespec.runtime.openai_api.sampling_fields import (
     SamplingFields,
     integer_field,
+    parse_logprobs,
     parse_min_tokens,
     parse_num_choices,
     parse_sampling,
@@ -92,6 +93,7 @@ class ParsedRequest:
     echo: bool = False  # /v1/completions: the prompt's text before the completion's
     min_tokens: int = 0  # no end of sequence, stop token or stop sequence before this many
     n: int = 1  # choices, generated one after another
+    logprobs: int | None = None  # alternatives beside each returned token's (None: none)
 
 
 class _DuplicateKey(Exception):
@@ -288,4 +290,5 @@ def parse_request(
         echo=not chat and _boolean(body, "echo"),
         min_tokens=parse_min_tokens(body, max_tokens),
         n=parse_num_choices(body),
+        logprobs=parse_logprobs(body, chat),
     )

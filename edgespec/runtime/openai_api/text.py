@@ -63,6 +63,10 @@ class TextStream:
         self.stopped = True
         return self._update(ended=True)
 
+    def token_offsets(self, num_tokens: int) -> list[int]:
+        """Where each of the first ``num_tokens`` tokens' text starts in the text."""
+        return [self._decoded.num_chars_for(i) for i in range(num_tokens)]
+
     def finish(self) -> str:
         """The text held back, once the output has ended without a stop sequence (an
         unfinished last character as one U+FFFD; a stop sequence in the text held cuts it

@@ -31,6 +31,8 @@ Engine and verification:
   prefix cache (a batch's forward pass, the verdicts);
 * :mod:`.commit` — a verdict committed into its session: its tokens, what its KV keeps, the
   ``VerifyOutcome``;
+* :mod:`.committed_logprobs` — the committed tokens' log-probabilities under the target's
+  raw rows, and their likeliest alternatives', for a session that asks;
 * :mod:`.prefill_parts` — a long uncached context forwarded one part per batch
   (``prefill_part_tokens``), its call queued again between parts;
 * :mod:`.engine_sessions` — ``SessionTable`` (open, close, idle expiry, the LRU token budget

@@ -4,12 +4,14 @@ it ignores EOS) and its stop ids, the KV
 cropped to what stays valid (the accepted draft tokens' entries; a token tree's accepted
 path), and the :class:`~edgespec.runtime.messages.VerifyOutcome` its reply carries, with the
 target's hidden rows a ``return_hidden`` session's client lacks
-(:mod:`edgespec.runtime.server.returned_hidden`)."""
+(:mod:`edgespec.runtime.server.returned_hidden`) and the committed tokens' log-probabilities
+a session asks for (:mod:`edgespec.runtime.server.committed_logprobs`)."""
 
 from __future__ import annotations
 
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, TargetBackend
 from edgespec.runtime.messages import VerifyCall, VerifyOutcome
+from edgespec.runtime.server.committed_logprobs import committed_logprobs
 from edgespec.runtime.server.returned_hidden import first_returned_position, returned_rows
 from edgespec.runtime.server.session_record import EngineSession
 from edgespec.runtime.server.verification import Verdict, cut_committed, ending_tokens
@@ -52,6 +54,8 @@ def commit_verdict(
     first_row = first_returned_position(s.last_round is not None, call.prefix_len)
     rows = out.hidden if s.spec.return_hidden else None  # forwarded, now committed
     hidden, start = returned_rows(rows, item, len(draft), accepted[: len(committed)], first_row)
+    num_top = sampling.logprobs
+    logprobs = None if num_top is None else committed_logprobs(out.rows, committed, path, num_top)
     return VerifyOutcome(
         result,
         tuple(committed),
@@ -61,4 +65,5 @@ def commit_verdict(
         start,
         path,
         accepted_mismatches=judged.committed_mismatches(len(committed)),
+        logprobs=logprobs,
     )

@@ -32,13 +32,8 @@ from typing import TYPE_CHECKING
 
 from edgespec.policies.inputs import WindowHistory
 from edgespec.runtime.backends.base import hidden_state_drafter
-from edgespec.runtime.edge.rounds import (
-    PlayedRound,
-    capped_gamma,
-    draft_rng,
-    play_round,
-    round_outcome,
-)
+from edgespec.runtime.edge.ledger import round_outcome
+from edgespec.runtime.edge.rounds import PlayedRound, capped_gamma, draft_rng, play_round
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     FusedCall,

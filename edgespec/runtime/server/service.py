@@ -184,7 +184,11 @@ class VerificationService:
         (K = 0 per step, i.e. plain autoregressive decoding batched with everyone else) or
         fused (the server drafts with a static window of ``gamma`` through the drafter's
         own round loop; cloud-only, the target decodes one token per round:
-        :mod:`edgespec.runtime.server.fused_baseline`)."""
+        :mod:`edgespec.runtime.server.fused_baseline`). Its chunks carry no
+        log-probabilities: a session that asks for them is refused."""
+        if spec.sampling.logprobs is not None:
+            message = "Generate returns no logprobs: verify the session instead"
+            raise RequestError(ErrorCode.INVALID_ARGUMENT, message)
         if fused:
             limit = self.config.max_draft_tokens
             factory, cloud_only = self._draft_factory, self._cloud_only

@@ -13,8 +13,9 @@
 * :mod:`.drafter_clients` — ``drafter_clients``: the clients of an edge drafter's servers
   from its config, each close within ``CLOSE_TIMEOUT_S`` (2 s);
 * :mod:`.codec`, :mod:`.fused_codec`, :mod:`.draft_probs`, :mod:`.payloads`,
-  :mod:`.requests`, :mod:`.health_codec` — protobuf to runtime records (protobuf only, no
-  grpc): verify calls and replies, fused-run records (``HistorySnapshot``, ``FusedCall``,
+  :mod:`.logprob_codec`, :mod:`.requests`, :mod:`.health_codec` — protobuf to runtime
+  records (protobuf only, no grpc): verify calls and replies (a reply's committed tokens'
+  log-probabilities), fused-run records (``HistorySnapshot``, ``FusedCall``,
   ``FusedRound``), the compact draft distribution (held compact: ``CompactProbs``), a verify
   call's named arrays (payloads, draft hidden states), undecodable requests and a Generate
   request's mode, a Health reply (``ServerHealth``);

@@ -23,6 +23,7 @@ from edgespec.runtime.messages import (
 )
 from edgespec.runtime.validation import check_batch_group, check_client_times, check_identifier
 from edgespec.runtime.wire.draft_probs import compact_rows, probs_from_proto
+from edgespec.runtime.wire.logprob_codec import logprobs_from_proto, logprobs_to_proto
 from edgespec.runtime.wire.payloads import payloads_from_proto
 
 # generated stubs (see proto/edgespec.proto for the command); untyped, hence Any
@@ -49,6 +50,8 @@ def spec_to_proto(spec: SessionSpec) -> Any:
     )
     if s.seed is not None:
         sampling.seed = s.seed
+    if s.logprobs is not None:
+        sampling.logprobs = s.logprobs
     msg = pb.OpenSessionRequest(
         protocol_version=PROTOCOL_VERSION,
         session_id=spec.session_id,
@@ -101,6 +104,7 @@ def spec_from_proto(msg: Any) -> SessionSpec:
             presence_penalty=s.presence_penalty,
             stop_token_ids=tuple(s.stop_token_ids),
             min_tokens=s.min_tokens,
+            logprobs=s.logprobs if s.HasField("logprobs") else None,
         )
     except ValueError as exc:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, f"sampling: {exc}") from exc
@@ -207,6 +211,7 @@ def reply_to_proto(reply: VerifyReply) -> Any:
     if reply.outcome.hidden_request is not None:
         msg.hidden_request.extend(reply.outcome.hidden_request)
     msg.accepted_mismatches = reply.outcome.accepted_mismatches
+    logprobs_to_proto(msg, reply.outcome.logprobs)
     return msg
 
 
@@ -272,9 +277,9 @@ def reply_from_proto(
             f"malformed VerifyResponse: hidden_request {list(asked)} with "
             f"{len(committed)} committed tokens for {len(draft)} draft tokens",
         )
-    outcome = VerifyOutcome(
-        result, committed, msg.finished, 0, hidden, start, nodes, asked, msg.accepted_mismatches
-    )
+    logprobs = logprobs_from_proto(msg, len(committed))
+    outcome = VerifyOutcome(result, committed, msg.finished, 0, hidden, start, nodes, asked,
+                            msg.accepted_mismatches, logprobs)  # fmt: skip
     return VerifyReply(outcome, msg.queue_s, msg.verify_s, msg.batch_size, msg.queue_depth)
 
 

@@ -14,7 +14,7 @@ from edgespec.core.types import RoundRecord, SamplingParams
 from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.runtime.edge.drafter import DraftOptions, GenerationResult, generate
-from edgespec.runtime.edge.rounds import Ledger
+from edgespec.runtime.edge.ledger import Ledger
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import FusedCall, FusedRunEnd, SessionSpec
 from tests.runtime.round_fakes import (

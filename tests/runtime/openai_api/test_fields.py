@@ -27,12 +27,7 @@ field the route does not know."""
 @pytest.mark.parametrize(
     ("field", "value", "message", "code"),
     [
-        ("top_logprobs", 2, "top_logprobs: 2 is not supported (only null or 0)", VALUE),
         ("best_of", 2, "best_of: 2 is not supported (only null or 1)", VALUE),
-        ("logprobs", True, "logprobs: true is not supported (only null)", PARAMETER),
-        ("logprobs", 1, "logprobs: 1 is not supported (only null)", PARAMETER),
-        ("logprobs", 0, "logprobs: 0 is not supported (only null)", PARAMETER),
-        ("logprobs", False, "logprobs: false is not supported (only null)", PARAMETER),
         ("reasoning_effort", "high",
          'reasoning_effort: "high" is not supported (only null)', PARAMETER),
         ("modalities", ["audio"],
@@ -156,14 +151,27 @@ def test_a_developer_message_is_the_system_message(api: ApiThread) -> None:
     assert replies[0] == replies[1]
 
 
-def test_chat_refuses_logprobs_in_its_own_spelling(api: ApiThread) -> None:
-    """Chat's logprobs is a boolean (false is off); completions' an integer, where the
-    refusal read "only null, false" for ``1``."""
-    body = _chat(USER) | {"logprobs": True}
-    status, error = _error(api, body, path=CHAT)
-    assert (status, error["param"], error["message"], error["code"]) == (
-        400, "logprobs", "logprobs: true is not supported (only null or false)", VALUE,
-    )  # fmt: skip
+@pytest.mark.parametrize(
+    ("chat", "fields", "message"),
+    [
+        (True, {"logprobs": 1}, "logprobs must be a boolean, got 1"),
+        (True, {"top_logprobs": 2}, "top_logprobs needs logprobs: true"),
+        (True, {"logprobs": False, "top_logprobs": 2}, "top_logprobs needs logprobs: true"),
+        (True, {"logprobs": True, "top_logprobs": 21},
+         "top_logprobs must be an integer in [0, 20], got 21"),
+        (False, {"logprobs": True}, "logprobs must be an integer in [0, 20], got true"),
+        (False, {"top_logprobs": 2},
+         "top_logprobs is a field of /v1/chat/completions, not of /v1/completions"),
+    ],
+)  # fmt: skip
+def test_logprobs_in_each_routes_own_spelling(
+    api: ApiThread, chat: bool, fields: dict[str, Any], message: str
+) -> None:
+    """Chat's ``logprobs`` is a boolean with ``top_logprobs`` beside it; completions' an
+    integer (how many alternatives; 0: the chosen token's alone)."""
+    body = (_chat(USER) if chat else dict(BASE)) | fields
+    status, error = _error(api, body, path=CHAT) if chat else _error(api, body)
+    assert (status, error["message"]) == (400, message)
 
 
 @pytest.mark.parametrize(

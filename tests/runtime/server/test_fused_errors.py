@@ -5,6 +5,8 @@ session or server serving on."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import grpc
 import pytest
 
@@ -95,6 +97,14 @@ def test_a_fused_baseline_needs_a_draft_and_a_gamma_in_range(
             "fused mode needs a server started with --draft",
             lambda: list(verifier.generate(SessionSpec("f", "x", PROMPT, GREEDY), fused=True)),
         )
+        asks = dataclasses.replace(GREEDY, logprobs=1)  # Generate's chunks carry no logprobs
+        for fused in (False, True):
+            spec = SessionSpec("l", "x", PROMPT, asks)
+            raises_request_error(
+                ErrorCode.INVALID_ARGUMENT,
+                "Generate returns no logprobs: verify the session instead",
+                lambda spec=spec, fused=fused: list(verifier.generate(spec, fused=fused)),
+            )
         chunks = list(verifier.generate(SessionSpec("c", "x", PROMPT, GREEDY)))
         assert tuple(t for chunk in chunks for t in chunk) == target_greedy_decode(
             target, PROMPT, 16

@@ -68,6 +68,11 @@ SEMANTIC_OWN_ARGMAX = (
             {"sampling": SamplingParams(max_new_tokens=4, min_tokens=2)},
             SEMANTIC_OWN_ARGMAX,
         ),
+        (
+            GOOD,
+            {"sampling": SamplingParams(max_new_tokens=4, logprobs=1)},
+            "semantic verification returns no logprobs",
+        ),
     ],
 )
 def test_what_a_semantic_session_may_ask_for(
