@@ -19,6 +19,7 @@ from edgespec.runtime.openai_api.generation import (
     PreparedRequest,
     run_request,
 )
+from edgespec.runtime.openai_api.logprob_fields import ChoiceLogprobs
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +46,11 @@ def choice_seed(seed: int | None, index: int) -> int | None:
 def run_choices(
     setup: EdgeSetup,
     prepared: PreparedRequest,
-    on_text: Callable[[int, str], None],
+    on_text: Callable[[int, str, ChoiceLogprobs | None], None],
     cancel: threading.Event,
 ) -> Choices:
-    """Generate ``prepared``'s ``n`` choices in turn; ``on_text(index, delta)`` as rounds
-    commit. The first error ends them all (raised as :func:`run_request` raises it)."""
+    """Generate ``prepared``'s ``n`` choices in turn; ``on_text(index, delta, logprobs)``
+    as rounds commit. The first error ends them all (raised as :func:`run_request` raises it)."""
     done = []
     for index in range(prepared.request.n):
         sampling = dataclasses.replace(prepared.sampling,

@@ -1,13 +1,12 @@
 """One request's distributed speculative decoding, run in a worker thread: token ids in,
 text deltas out as rounds commit them (stop sequences cut the text and end the session),
-a client that went away (:class:`threading.Event` set) ends it at the next round, or
-within one retry backoff while the server is unreachable, and the session is closed on
-the verification server however the request ends. A server unreachable (restarting) when
-the request opens its session, or later, is retried for up to the config's
-``retry_timeout_s``, then the request is a 503; with several servers, so is routing while
-none of them answers, and routing and the first open share that one budget (the open
-retries only for what routing left): a new request waits at most ``retry_timeout_s``
-for a server, not twice as long.
+with the log-probabilities of the tokens they show when asked; a client that went away
+(:class:`threading.Event` set) ends it at the next round, or within one retry backoff
+while the server is unreachable, and the session is closed however the request ends. A
+server unreachable (restarting) when the request opens its session, or later, is retried
+for up to the config's ``retry_timeout_s``, then the request is a 503; with several
+servers, so is routing while none of them answers, and routing and the first open share
+that one budget: a new request waits at most ``retry_timeout_s`` for a server.
 
 ``usage.completion_tokens`` counts the tokens of the text returned (a stop sequence, a chat
 template's end-of-turn token and what a round committed after them are not counted; an
@@ -24,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.core.types import SamplingParams
 from edgespec.models.chat_templates import end_of_turn_ids
 from edgespec.runtime.edge.reconnect import Cancelled
@@ -38,7 +36,7 @@ from edgespec.runtime.openai_api.errors import (
     invalid,
     shown,
 )
-from edgespec.runtime.openai_api.logprob_fields import ChoiceLogprobs
+from edgespec.runtime.openai_api.logprob_fields import ChoiceLogprobs, LogprobTally
 from edgespec.runtime.openai_api.messages import is_chat
 from edgespec.runtime.openai_api.prompts import (
     check_vocabulary,
@@ -234,10 +232,11 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
 def run_request(
     setup: EdgeSetup,
     prepared: PreparedRequest,
-    on_text: Callable[[str], None],
+    on_text: Callable[[str, ChoiceLogprobs | None], None],
     cancel: threading.Event,
 ) -> Completion:
-    """Generate ``prepared``; text deltas go to ``on_text`` as rounds commit. Raises
+    """Generate ``prepared``; text deltas go to ``on_text`` as rounds commit, with the
+    log-probabilities of the tokens they show when the request asks. Raises
     :class:`Cancelled` when ``cancel`` is set (the session closed); the server's refusal
     (or its absence) as an :class:`~.errors.ApiError` in the request's terms."""
     from edgespec.runtime.edge.drafter import DraftOptions, generate
@@ -248,16 +247,17 @@ def run_request(
     stop_ids = frozenset(prepared.sampling.stop_token_ids)  # with a chat's end of turn
     text = TextStream(setup.tokenizer, request.stop, stop_ids, request.min_tokens)
     committed: list[int] = []
-    logprobs: list[TokenLogprobs] = []  # one per committed token, when asked for
+    tally = None if request.logprobs is None else LogprobTally(
+        setup.tokenizer, committed, text.token_offsets)  # fmt: skip
     echoed = echo_text(setup.tokenizer, request.prompt) if request.echo else ""
     if echoed:
-        on_text(echoed)
+        on_text(echoed, None)
 
     def on_tokens(tokens: tuple[int, ...]) -> None:
         committed.extend(tokens)
         delta = text.push(tokens)
         if delta:
-            on_text(delta)
+            on_text(delta, None if tally is None else tally.upto(text.shown_tokens()))
         if cancel.is_set() or text.stopped:
             raise Cancelled
 
@@ -265,7 +265,7 @@ def run_request(
     budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
     options = DraftOptions(session_id, config.client_id, request.slo_class,
                            config.retry_timeout_s, progress=budget, cancel=cancel,
-                           on_logprobs=logprobs.extend)  # fmt: skip
+                           on_logprobs=None if tally is None else tally.values.extend)  # fmt: skip
     verifier, left_s = _verifier(setup, options)
     options = dataclasses.replace(options, first_open_retry_s=left_s)
     tracker = tracked(wrap_verifier(verifier, config))  # its sessions closed however it ends
@@ -280,15 +280,14 @@ def run_request(
                                  request.max_tokens_field) from None  # fmt: skip
     finally:
         tracker.close_all()
-    if not text.stopped:
-        rest = text.finish()
-        if rest:
-            on_text(rest)
+    rest = "" if text.stopped else text.finish()
+    held = None if tally is None else tally.upto(text.num_tokens)  # an EOS shows no text
+    if rest or held:
+        on_text(rest, held)
     n = text.num_tokens
-    returned = None if request.logprobs is None else ChoiceLogprobs.build(
-        setup.tokenizer, committed[:n], logprobs[:n], text.token_offsets(n))  # fmt: skip
     return Completion(echoed + text.text, len(prepared.prompt_ids), n,
-                      _finish(setup, text, committed, request), returned)  # fmt: skip
+                      _finish(setup, text, committed, request),
+                      None if tally is None else tally.whole(n))  # fmt: skip
 
 
 def _finish(

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgespec.runtime.openai_api.choices import Choices
+from edgespec.runtime.openai_api.logprob_fields import ChoiceLogprobs
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,20 +57,29 @@ class Shape:
         body["choices"] = [self._choice(c.text, c.finish_reason, stream=False, index=i)
                            for i, c in enumerate(done.completions)]  # fmt: skip
         for choice, c in zip(body["choices"], done.completions, strict=True):
-            if c.logprobs is not None:
-                logprobs = c.logprobs.chat_json() if self.chat else c.logprobs.completions_json()
-                choice["logprobs"] = logprobs
+            choice["logprobs"] = self._logprobs(c.logprobs)
         body["usage"] = usage(done)
         return body
 
+    def _logprobs(self, logprobs: ChoiceLogprobs | None) -> dict[str, Any] | None:
+        if logprobs is None:
+            return None
+        return logprobs.chat_json() if self.chat else logprobs.completions_json()
+
     def chunk(
-        self, text: str, finish: str | None = None, first: bool = False, index: int = 0
+        self,
+        text: str,
+        finish: str | None = None,
+        first: bool = False,
+        index: int = 0,
+        logprobs: ChoiceLogprobs | None = None,
     ) -> dict[str, Any]:
-        """One streamed chunk of choice ``index``: a text delta, or (``finish``) its last;
-        a chat choice's ``first`` chunk carries the role; with ``include_usage``,
-        ``"usage": null``."""
+        """One streamed chunk of choice ``index``: a text delta (with the log-probabilities
+        of the tokens it shows), or (``finish``) its last; a chat choice's ``first`` chunk
+        carries the role; with ``include_usage``, ``"usage": null``."""
         body = self._head("chat.completion.chunk" if self.chat else "text_completion")
         body["choices"] = [self._choice(text, finish, stream=True, first=first, index=index)]
+        body["choices"][0]["logprobs"] = self._logprobs(logprobs)
         if self.include_usage:
             body["usage"] = None
         return body

@@ -3,7 +3,7 @@ the cuts after it, ``top_k``, ``top_p`` and ``min_p`` (:mod:`edgespec.core.sampl
 made in that order), ``logit_bias`` and the penalties before them
 (:mod:`edgespec.core.penalties`), ``min_tokens``, ``n`` and the log-probabilities asked for
 (``logprobs``: an integer on ``/v1/completions``, chat's boolean with ``top_logprobs``; 0
-to 20 alternatives, not with ``stream`` or ``echo``); a bad one is a 400 naming it
+to 20 alternatives, not with ``echo``); a bad one is a 400 naming it
 (``param``)."""
 
 from __future__ import annotations
@@ -156,9 +156,6 @@ def parse_logprobs(body: Mapping[str, Any], chat: bool) -> int | None:
         if top is not None and not flag:
             raise invalid("top_logprobs needs logprobs: true", param="top_logprobs")
         asked = (top or 0) if flag else None
-    if asked is not None and body.get("stream"):
-        raise invalid("logprobs are not returned with stream: true; ask without stream",
-                      param="logprobs", code="unsupported_value")  # fmt: skip
     if asked is not None and body.get("echo"):
         raise invalid("logprobs are not returned with echo: true (no prompt log-probabilities)",
                       param="logprobs", code="unsupported_value")  # fmt: skip

@@ -16,13 +16,14 @@ from typing import Any
 from starlette.responses import JSONResponse
 
 from edgespec.runtime.openai_api.choices import Choices
+from edgespec.runtime.openai_api.logprob_fields import ChoiceLogprobs
 from edgespec.runtime.openai_api.responses import Shape
 
-Work = Callable[[Callable[[int, str], None], threading.Event], Choices]
+Work = Callable[[Callable[[int, str, ChoiceLogprobs | None], None], threading.Event], Choices]
 """``work(on_text, cancel)``: runs the request in the calling (worker) thread, calling
-``on_text(choice index, delta)``."""
+``on_text(choice index, delta, the log-probabilities of the tokens it shows)``."""
 
-Item = tuple[str, Any]  # ("text", (index, str)) | ("done", Choices) | ("error", BaseException)
+Item = tuple[str, Any]  # ("text", (index, str, logprobs)) | ("done", Choices) | ("error", exc)
 
 
 class Running:
@@ -57,7 +58,7 @@ class Running:
 
     def _run(self, work: Work) -> None:
         try:
-            last: Item = ("done", work(lambda i, text: self._put(("text", (i, text))), self.cancel))
+            last: Item = ("done", work(lambda *delta: self._put(("text", delta)), self.cancel))
         except BaseException as exc:  # handed to the loop, which raises or reports it
             last = ("error", exc)
         finally:
@@ -100,8 +101,9 @@ async def sse(
         while True:
             kind, value = item
             if kind == "text":
-                index, text = value
-                yield event(shape.chunk(text, first=num_chunks[index] == 0, index=index))
+                index, text, logprobs = value
+                first_one = num_chunks[index] == 0
+                yield event(shape.chunk(text, first=first_one, index=index, logprobs=logprobs))
                 num_chunks[index] += 1
             elif kind == "done":
                 for index, done in enumerate(value.completions):

@@ -63,9 +63,14 @@ class TextStream:
         self.stopped = True
         return self._update(ended=True)
 
-    def token_offsets(self, num_tokens: int) -> list[int]:
-        """Where each of the first ``num_tokens`` tokens' text starts in the text."""
-        return [self._decoded.num_chars_for(i) for i in range(num_tokens)]
+    def token_offsets(self, start: int, stop: int) -> list[int]:
+        """Where the text of each token ``start`` .. ``stop - 1`` starts in the text."""
+        return [self._decoded.num_chars_for(i) for i in range(start, stop)]
+
+    def shown_tokens(self) -> int:
+        """How many tokens the deltas so far showed (a token partly in them counts), at
+        most those the text returns."""
+        return min(self._decoded.num_tokens_for(self._emitted), self.num_tokens)
 
     def finish(self) -> str:
         """The text held back, once the output has ended without a stop sequence (an

@@ -74,7 +74,7 @@ def _request(num_servers: int) -> tuple[Clock, list[float], ApiError]:
     body = {"model": MODEL, "prompt": "w1 w2", "max_tokens": 4}
     prepared = prepare(setup, parse_request(body, False, Defaults(), Limits()), Limits())
     with pytest.raises(ApiError) as info:
-        run_request(setup, prepared, lambda text: None, threading.Event())
+        run_request(setup, prepared, lambda text, logprobs: None, threading.Event())
     return clock, opens, info.value
 
 

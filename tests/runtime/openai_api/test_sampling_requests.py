@@ -152,10 +152,40 @@ def test_n_choices_each_as_its_own_request(client: Any, api: Any) -> None:
         )
 
 
+@pytest.mark.parametrize("chat", [False, True])
+def test_a_stream_hands_out_each_tokens_logprobs_once(
+    client: Any, target: TransformersTarget, chat: bool
+) -> None:
+    """Streamed, each delta carries the log-probabilities of the tokens it shows, the whole
+    stream's together those of the whole response, in order (a stop sequence cuts both)."""
+    ask: dict[str, Any] = {"max_tokens": 12, "temperature": 1.0, "seed": 3, "stop": ["w9"]}
+    if chat:
+        ask |= {"messages": [{"role": "user", "content": "w5"}], "logprobs": True,
+                "top_logprobs": 2}  # fmt: skip
+        whole = client.chat.completions.create(model=MODEL, **ask).choices[0]
+        parts = [c.choices[0] for c in client.chat.completions.create(model=MODEL, **ask,
+                 stream=True) if c.choices]  # fmt: skip
+        entries = [e for p in parts if p.logprobs for e in p.logprobs.content]
+        assert [e.model_dump() for e in entries] == [
+            e.model_dump() for e in whole.logprobs.content]  # fmt: skip
+        assert "".join(e.token for e in entries) == whole.message.content
+        return
+    greedy = target_greedy_decode(target, (5, 6, 7), 12)
+    ask = {"max_tokens": 12, "stop": [f"w{greedy[7]}"], "prompt": "w5 w6 w7", "logprobs": 2}
+    whole = client.completions.create(model=MODEL, **ask).choices[0]
+    assert len(whole.logprobs.tokens) == 7  # cut before the stop sequence
+    parts = [c.choices[0] for c in client.completions.create(model=MODEL, **ask, stream=True)]
+    shown = [p.logprobs for p in parts if p.logprobs]
+    assert len(shown) > 1  # a delta's worth at a time
+    for field in ("tokens", "token_logprobs", "top_logprobs", "text_offset"):
+        assert [v for s in shown for v in getattr(s, field)] == getattr(whole.logprobs, field)
+    assert "".join(p.text for p in parts) == whole.text
+
+
 def test_logprobs_are_the_targets_own(client: Any, api: Any, target: TransformersTarget) -> None:
     """``logprobs`` (was refused): each returned token's log-probability under the target's
     raw rows and its likeliest alternatives', as OpenAI shapes them on each route; with
-    ``stream`` or ``echo``, or out of range, a 400."""
+    ``echo`` (no prompt log-probabilities) or out of range, a 400."""
     from tests.runtime.openai_api.conftest import _error
 
     greedy = target_greedy_decode(target, (5, 6, 7), 8)
@@ -178,8 +208,6 @@ def test_logprobs_are_the_targets_own(client: Any, api: Any, target: Transformer
     plain = client.completions.create(model=MODEL, prompt="w5 w6 w7", max_tokens=8)
     assert plain.choices[0].logprobs is None
     for extra, param, message in (
-        ({"logprobs": 2, "stream": True}, "logprobs",
-         "logprobs are not returned with stream: true; ask without stream"),
         ({"logprobs": 0, "echo": True}, "logprobs",
          "logprobs are not returned with echo: true (no prompt log-probabilities)"),
         ({"logprobs": 21}, "logprobs", "logprobs must be an integer in [0, 20], got 21"),
