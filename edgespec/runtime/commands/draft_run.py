@@ -99,6 +99,8 @@ class DraftRun:
             repetition_penalty=self.config.repetition_penalty,
             frequency_penalty=self.config.frequency_penalty,
             presence_penalty=self.config.presence_penalty,
+            stop_token_ids=tuple(sorted(self.config.stop_token_ids)),
+            min_tokens=self.config.min_tokens,
         )
 
     def _session_id(self) -> str:

@@ -1,13 +1,13 @@
 """``edgespec draft``'s sampling flags (:func:`add_sampling_arguments`: the temperature, the
-cuts after it, the penalties, the seed, ``--ignore-eos``) and the refusal of those nothing
-would read (:func:`check_sampling_flags`)."""
+cuts after it, the penalties, the stop ids and ``--min-tokens``, the seed, ``--ignore-eos``)
+and the refusal of those nothing would read (:func:`check_sampling_flags`)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from edgespec.argument_types import seed_int
+from edgespec.argument_types import seed_int, token_ids
 from edgespec.core.sampling_cuts import cuts_on
 
 
@@ -34,6 +34,22 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
         help="sample among the tokens at least this many times as likely as the likeliest, "
         f"in [0, 1] (default 0, every token, or --config's; cut after --top-p; {needs})",
     )
+    _add_penalty_and_stop_arguments(parser)
+    parser.add_argument(
+        "--seed", type=seed_int, default=None, help="sampling seed (default: fresh entropy)"
+    )
+    parser.add_argument(
+        "--ignore-eos",
+        action="store_true",
+        default=None,
+        help="generate --max-new-tokens tokens past any end of sequence the target commits "
+        "(fixed output lengths, for timing)",
+    )
+
+
+def _add_penalty_and_stop_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--repetition-penalty``, ``--frequency-penalty``, ``--presence-penalty``,
+    ``--stop-token-ids``, ``--min-tokens``: greedy decoding takes them too."""
     parser.add_argument(
         "--repetition-penalty",
         type=float,
@@ -49,14 +65,17 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
             "greedy too)",
         )
     parser.add_argument(
-        "--seed", type=seed_int, default=None, help="sampling seed (default: fresh entropy)"
+        "--stop-token-ids",
+        type=token_ids,
+        metavar="IDS",
+        help="comma-separated token ids the output ends at, committed, as at an end of "
+        "sequence (default none, or --config's)",
     )
     parser.add_argument(
-        "--ignore-eos",
-        action="store_true",
-        default=None,
-        help="generate --max-new-tokens tokens past any end of sequence the target commits "
-        "(fixed output lengths, for timing)",
+        "--min-tokens",
+        type=int,
+        metavar="N",
+        help="no end of sequence or stop token before N output tokens (default 0)",
     )
 
 
@@ -76,10 +95,14 @@ def check_sampling_flags(args: argparse.Namespace, config: Any) -> None:
         raise UserInputError(f"--ignore-eos: {endpoint} ignore_eos; drop --ignore-eos")
     penalties = (("repetition_penalty", config.repetition_penalty != 1.0),
                  ("frequency_penalty", config.frequency_penalty != 0.0),
-                 ("presence_penalty", config.presence_penalty != 0.0))  # fmt: skip
+                 ("presence_penalty", config.presence_penalty != 0.0),
+                 ("min_tokens", config.min_tokens != 0))  # fmt: skip
     for name in (name for name, on in penalties if on and args.serve_openai is not None):
         flag = "--" + name.replace("_", "-")
         raise UserInputError(f"{flag} {getattr(config, name):g}: {endpoint} {name}; drop {flag}")
+    if config.stop_token_ids and args.serve_openai is not None:
+        raise UserInputError(f"--stop-token-ids: {endpoint} stop_token_ids; drop "
+                             "--stop-token-ids")  # fmt: skip
     if args.seed is not None and args.serve_openai is not None:
         raise UserInputError(f"--seed {args.seed}: {endpoint} seed; drop --seed")
     if args.seed is not None and config.temperature == 0:

@@ -1,14 +1,17 @@
 """How a ``DrafterConfig``'s generations are sampled, checked once as it is built: the token
 budget, the temperature and the cuts after it (:mod:`edgespec.core.sampling_cuts`), each as
-the wire carries it, and the penalties (:mod:`edgespec.core.penalties`)."""
+the wire carries it, the penalties (:mod:`edgespec.core.penalties`) and where the output may
+end (:mod:`edgespec.core.stop_rules`)."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from edgespec.config import ConfigError
 from edgespec.core.penalties import additive_penalty_problem, repetition_penalty_problem
 from edgespec.core.sampling_cuts import cuts_on, min_p_problem, top_k_problem
+from edgespec.core.stop_rules import min_tokens_problem, stop_token_ids_problem
 from edgespec.core.wire_limits import UINT32_LIMIT, wire_float_problem
 
 MAX_TEMPERATURE = 1000.0
@@ -57,3 +60,15 @@ def check_penalties(repetition: float, frequency: float, presence: float) -> Non
                           ("presence_penalty", additive_penalty_problem(presence))):  # fmt: skip
         if problem is not None:
             raise ConfigError(name, problem)
+
+
+def check_stops(stop_token_ids: tuple[int, ...], min_tokens: int, max_new_tokens: int) -> None:
+    """A :class:`ConfigError` for stop ids the wire cannot carry (any order; each once) or a
+    ``min_tokens`` beyond the budget."""
+    twice = sorted(t for t, n in Counter(stop_token_ids).items() if n > 1)
+    if twice:
+        raise ConfigError("stop_token_ids", f"names token {twice[0]} more than once")
+    if (problem := stop_token_ids_problem(tuple(sorted(stop_token_ids)))) is not None:
+        raise ConfigError("stop_token_ids", problem)
+    if (problem := min_tokens_problem(min_tokens, max_new_tokens)) is not None:
+        raise ConfigError("min_tokens", problem)

@@ -82,6 +82,7 @@ def test_baseline_requests_carry_the_flags(
     args += ["--seed", "11", "--max-new-tokens", "7", "--temperature", "0.5", "--top-p", "0.9"]
     args += ["--top-k", "40", "--min-p", "0.05", "--ignore-eos", "--repetition-penalty", "1.2"]
     args += ["--frequency-penalty", "-0.5", "--presence-penalty", "2"]
+    args += ["--stop-token-ids", "9,1", "--min-tokens", "3"]
     args += ["--auth-token", "tok", "--tls-ca", "ca.pem", "--set", "slo_class=gold"]
     args += ["--set", "request_timeout_s=9", "--set", "client_id=edge-7"]
     args += ["--max-message-bytes", "8388608"]
@@ -104,6 +105,7 @@ def test_baseline_requests_carry_the_flags(
     assert (s.seed, s.max_new_tokens, s.temperature, s.top_p) == (11, 7, 0.5, 0.9)
     assert (s.top_k, s.min_p, s.ignore_eos) == (40, 0.05, True)
     assert (s.repetition_penalty, s.frequency_penalty, s.presence_penalty) == (1.2, -0.5, 2.0)
+    assert (s.stop_token_ids, s.min_tokens) == ((1, 9), 3)  # ascending, as the wire takes them
 
 
 def test_window_params_alone_set_the_default_static_window(fake: list[FakeVerifier]) -> None:
@@ -248,6 +250,19 @@ def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
             ["--serve-openai", "127.0.0.1:0", "--frequency-penalty", "0.5"],
             "--frequency-penalty 0.5: the endpoint (--serve-openai) takes each request's own "
             "frequency_penalty; drop --frequency-penalty",
+        ),
+        (
+            ["--prompt-ids", "1", "--max-new-tokens", "4", "--min-tokens", "5"],
+            "--min-tokens: must be in [0, max_new_tokens = 4], got 5",
+        ),
+        (
+            ["--prompt-ids", "1", "--stop-token-ids", "3,3"],
+            "--stop-token-ids: names token 3 more than once",
+        ),
+        (
+            ["--serve-openai", "127.0.0.1:0", "--stop-token-ids", "3"],
+            "--stop-token-ids: the endpoint (--serve-openai) takes each request's own "
+            "stop_token_ids; drop --stop-token-ids",
         ),
         (  # was ignored: greedy decoding draws nothing
             ["--prompt-ids", "1", "--seed", "3"],
