@@ -1,7 +1,7 @@
 """Repetition, frequency and presence penalties, as vLLM makes them: on a row's logits,
 after the ``logit_bias`` and before the temperature and the cuts, greedy decoding included.
 
-In this order (:func:`penalize_row`):
+In this order (:func:`penalize_rows`):
 
 1. ``repetition_penalty`` (Hugging Face's, > 0; 1: off) on every token of the context so
    far, prompt and output: a positive logit is divided by it, any other multiplied;
@@ -42,22 +42,30 @@ def repetition_penalty_problem(value: float) -> str | None:
     return None
 
 
-def penalize_row(
-    row: npt.NDArray[np.float32],
+def penalize_rows(
+    rows: npt.NDArray[np.float32],
     context: Sequence[int],
     num_prompt_tokens: int,
+    paths: Sequence[Sequence[int]],
     repetition: float,
     frequency: float,
     presence: float,
 ) -> None:
-    """Penalize one row of logits, in place, after ``context`` (the prompt's first
-    ``num_prompt_tokens`` tokens, then the output so far), in the module's order."""
-    if repetition != 1.0 and context:
-        seen = np.unique(np.asarray(context, dtype=np.intp))
-        values = row[seen]
-        row[seen] = np.where(values > 0, values / np.float32(repetition),
-                             values * np.float32(repetition))  # fmt: skip
-    output = context[num_prompt_tokens:]
-    if (frequency or presence) and output:
-        ids, counts = np.unique(np.asarray(output, dtype=np.intp), return_counts=True)
-        row[ids] -= (frequency * counts + presence).astype(np.float32)
+    """Penalize each of ``rows``, in place, in the module's order: row j after ``context``
+    (the prompt's first ``num_prompt_tokens`` tokens, then the output so far) and then
+    ``paths[j]`` (more output). The context's tokens are counted once for all rows."""
+    tokens = np.asarray(context, dtype=np.intp)
+    seen = np.unique(tokens) if repetition != 1.0 else tokens[:0]
+    output_ids, output_counts = np.unique(tokens[num_prompt_tokens:], return_counts=True)
+    for row, path in zip(rows, paths, strict=True):
+        extra = np.asarray(path, dtype=np.intp)
+        if repetition != 1.0:
+            ids = np.union1d(seen, extra)
+            values = row[ids]
+            row[ids] = np.where(values > 0, values / np.float32(repetition),
+                                values * np.float32(repetition))  # fmt: skip
+        if frequency or presence:
+            ids, where = np.unique(np.concatenate([output_ids, extra]), return_inverse=True)
+            weights = np.concatenate([output_counts, np.ones(len(extra), dtype=np.intp)])
+            counts = np.bincount(where, weights=weights)  # whole numbers, exact in float64
+            row[ids] -= (frequency * counts + presence).astype(np.float32)

@@ -79,32 +79,30 @@ def _add_penalty_and_stop_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _requests_own(args: argparse.Namespace, config: Any) -> list[tuple[str, str]]:
+    """The sampling flags given that ``--serve-openai``'s requests carry themselves, as
+    (field name, the value as said after the flag), in the order they are refused."""
+    on = [(name, f" {getattr(config, name):g}")
+          for name in cuts_on(config.top_p, config.top_k, config.min_p)]  # fmt: skip
+    on += [("ignore_eos", "")] if config.ignore_eos else []
+    on += [(name, f" {getattr(config, name):g}")
+           for name, off in (("repetition_penalty", 1.0), ("frequency_penalty", 0.0),
+                             ("presence_penalty", 0.0), ("min_tokens", 0))
+           if getattr(config, name) != off]  # fmt: skip
+    on += [("stop_token_ids", "")] if config.stop_token_ids else []
+    return on + ([("seed", f" {args.seed}")] if args.seed is not None else [])
+
+
 def check_sampling_flags(args: argparse.Namespace, config: Any) -> None:
     """Refuse a ``--seed``, a cut (``top_k``, ``top_p``, ``min_p`` of ``config``, a
-    ``DrafterConfig``) or a penalty that nothing would read: greedy decoding draws nothing,
-    and ``--serve-openai``'s requests carry their own seed, cuts and penalties."""
+    ``DrafterConfig``), a penalty or a stop that nothing would read: greedy decoding draws
+    nothing, and ``--serve-openai``'s requests carry their own."""
     from edgespec.errors import UserInputError
 
     endpoint = "the endpoint (--serve-openai) takes each request's own"
-    given = cuts_on(config.top_p, config.top_k, config.min_p)
-    if given and args.serve_openai is not None:
-        flag = "--" + given[0].replace("_", "-")
-        raise UserInputError(f"{flag} {getattr(config, given[0]):g}: {endpoint} {given[0]}; "
-                             f"drop {flag}")  # fmt: skip
-    if config.ignore_eos and args.serve_openai is not None:
-        raise UserInputError(f"--ignore-eos: {endpoint} ignore_eos; drop --ignore-eos")
-    penalties = (("repetition_penalty", config.repetition_penalty != 1.0),
-                 ("frequency_penalty", config.frequency_penalty != 0.0),
-                 ("presence_penalty", config.presence_penalty != 0.0),
-                 ("min_tokens", config.min_tokens != 0))  # fmt: skip
-    for name in (name for name, on in penalties if on and args.serve_openai is not None):
+    for name, value in _requests_own(args, config) if args.serve_openai is not None else []:
         flag = "--" + name.replace("_", "-")
-        raise UserInputError(f"{flag} {getattr(config, name):g}: {endpoint} {name}; drop {flag}")
-    if config.stop_token_ids and args.serve_openai is not None:
-        raise UserInputError(f"--stop-token-ids: {endpoint} stop_token_ids; drop "
-                             "--stop-token-ids")  # fmt: skip
-    if args.seed is not None and args.serve_openai is not None:
-        raise UserInputError(f"--seed {args.seed}: {endpoint} seed; drop --seed")
+        raise UserInputError(f"{flag}{value}: {endpoint} {name}; drop {flag}")
     if args.seed is not None and config.temperature == 0:
         raise UserInputError(f"--seed {args.seed} is for sampling (--temperature > 0); "
                              "greedy decoding draws nothing")  # fmt: skip

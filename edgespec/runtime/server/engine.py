@@ -58,7 +58,7 @@ from edgespec.runtime.server.prefill_parts import (
 )
 from edgespec.runtime.server.returned_hidden import first_returned_position
 from edgespec.runtime.server.session_record import EngineSession
-from edgespec.runtime.server.verification import EXACT_RULES, AnyRule, Verdict, ending_tokens
+from edgespec.runtime.server.verification import EXACT_RULES, AnyRule, Verdict
 
 _Live = tuple[int, EngineSession, VerifyCall, ForwardItem, bool]
 """A call forwarded in this batch: (its index, session, call, forward item, whether the item
@@ -282,8 +282,7 @@ class VerificationEngine(SessionTable):
         judged: Verdict | None = None,
     ) -> VerifyOutcome:
         if judged is None:
-            ends = ending_tokens(s.spec.sampling, self.backend.eos_token_ids)
-            rows = processed_rows(out.rows, s.spec, s.tokens, call, ends)
+            rows = processed_rows(out.rows, s.spec, s.tokens, call, self.backend.eos_token_ids)
             judged = s.rule.verdict(call, s.spec.sampling, rows, s.rng)
         keep_cache = self._prefix_cache and self._holds(s)
         outcome = commit_verdict(s, call, item, out, judged, self.backend, keep_cache)

@@ -9,13 +9,14 @@ none of them gets its rows as they were (left on the backend's device)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from edgespec.core.penalties import penalize_row
+from edgespec.core.penalties import penalize_rows
 from edgespec.runtime.backends.logit_rows import HostRows, LogitRows
 from edgespec.runtime.messages import SessionSpec, VerifyCall
+from edgespec.runtime.server.verification import ending_tokens
 
 
 def processed_rows(
@@ -23,28 +24,28 @@ def processed_rows(
     spec: SessionSpec,
     committed: Sequence[int],
     call: VerifyCall,
-    ends: Collection[int],
+    eos: frozenset[int],
 ) -> LogitRows:
     """``call``'s K + 1 target ``rows`` of a session opened with ``spec`` that committed
-    ``committed`` (its prompt and output so far), biased, penalized, and ``ends`` (the
-    tokens it ends at) masked in rows before its ``min_tokens``-th output token."""
+    ``committed`` (its prompt and output so far), biased, penalized, and the tokens it ends
+    at (the target's ``eos`` and its stop ids: :func:`ending_tokens`) masked in rows before
+    its ``min_tokens``-th output token."""
     sampling = spec.sampling
     num_output = len(committed) - len(spec.prompt_token_ids)  # this session's
-    masked = num_output < sampling.min_tokens and bool(ends)
-    if not sampling.logit_bias and not sampling.penalized and not masked:
+    ends = ending_tokens(sampling, eos) if num_output < sampling.min_tokens else frozenset()
+    if not sampling.logit_bias and not sampling.penalized and not ends:
         return rows
     out = np.array(rows.host(), dtype=np.float32, copy=True)
     if sampling.logit_bias:
         ids = np.array([t for t, _ in sampling.logit_bias], dtype=np.intp)
         out[:, ids] += np.array([b for _, b in sampling.logit_bias], dtype=np.float32)
+    paths = (
+        draft_paths(call.draft_token_ids, call.draft_parents) if sampling.penalized or ends else []
+    )
     if sampling.penalized:
-        paths = draft_paths(call.draft_token_ids, call.draft_parents)
-        for row, path in zip(out, paths, strict=True):
-            penalize_row(row, (*committed, *path), spec.num_prompt_tokens,
-                         sampling.repetition_penalty, sampling.frequency_penalty,
-                         sampling.presence_penalty)  # fmt: skip
-    if masked:  # row j follows j draft tokens (a tree's row: its node's depth)
-        paths = draft_paths(call.draft_token_ids, call.draft_parents)
+        penalize_rows(out, committed, spec.num_prompt_tokens, paths, sampling.repetition_penalty,
+                      sampling.frequency_penalty, sampling.presence_penalty)  # fmt: skip
+    if ends:  # row j follows j draft tokens (a tree's row: its node's depth)
         short = [j for j, path in enumerate(paths) if num_output + len(path) < sampling.min_tokens]
         out[np.ix_(short, sorted(ends))] = -np.inf
     return HostRows(out)
