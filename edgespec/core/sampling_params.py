@@ -27,7 +27,9 @@ class SamplingParams:
     tokens (:mod:`edgespec.core.stop_rules`). ``logprobs``: the output comes with each
     token's log-probability under the target's own distribution (its raw logits, before any
     bias, penalty, temperature or cut, as vLLM's default) and the ``logprobs`` likeliest
-    tokens' (``None``: none; 0: the chosen token's alone)."""
+    tokens' (``None``: none; 0: the chosen token's alone). ``prompt_logprobs``: the same of
+    each prompt token after the first, under the target's row before it (vLLM's; ``None``:
+    none), returned with the session's first verification."""
 
     temperature: float = 0.0
     top_p: float = 1.0
@@ -43,6 +45,7 @@ class SamplingParams:
     stop_token_ids: tuple[int, ...] = ()
     min_tokens: int = 0
     logprobs: int | None = None
+    prompt_logprobs: int | None = None
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.temperature) or self.temperature < 0:
@@ -70,6 +73,7 @@ class SamplingParams:
             ("stop_token_ids", stop_token_ids_problem(self.stop_token_ids)),
             ("min_tokens", min_tokens_problem(self.min_tokens, self.max_new_tokens)),
             ("logprobs", _logprobs_problem(self.logprobs)),
+            ("prompt_logprobs", _logprobs_problem(self.prompt_logprobs)),
         )
 
     @property
@@ -91,7 +95,7 @@ def _logprobs_problem(logprobs: int | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class TokenLogprobs:
-    """One output token's log-probability under the target, and the likeliest tokens'
+    """One token's log-probability under the target, and the likeliest tokens'
     (``top``: (token id, log-probability) pairs, likeliest first, ties by token id)."""
 
     logprob: float

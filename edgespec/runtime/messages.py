@@ -12,7 +12,7 @@ from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision
 from edgespec.runtime.compact_probs import CompactProbs
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 """Bumped on any incompatible change of edgespec.proto; sessions of another version are refused."""
 
 DRAFT_HIDDEN = "draft_hidden"
@@ -113,6 +113,10 @@ class VerifyOutcome:
     (none cut away by an EOS or the token budget). ``logprobs``: one per committed token,
     for a session that asks for them (:attr:`SamplingParams.logprobs
     <edgespec.core.types.SamplingParams.logprobs>`); ``None`` otherwise.
+    ``prompt_logprobs``: the first reply of a session that asks for them
+    (:attr:`SamplingParams.prompt_logprobs
+    <edgespec.core.types.SamplingParams.prompt_logprobs>`), one per prompt token after the
+    first; ``None`` in every other reply.
     """
 
     result: VerifyResult
@@ -125,6 +129,7 @@ class VerifyOutcome:
     hidden_request: tuple[int, ...] | None = None
     accepted_mismatches: int = 0
     logprobs: tuple[TokenLogprobs, ...] | None = None
+    prompt_logprobs: tuple[TokenLogprobs, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,7 +101,8 @@ class DraftOptions:
     told as a verify call past its deadline is sent again on the same session, with its
     error, the tokens committed so far and the seconds left of the progress budget.
     ``on_logprobs``: a round's committed tokens' log-probabilities, just before its tokens
-    (a session whose sampling asks for them)."""
+    (a session whose sampling asks for them); ``on_prompt_logprobs``: the prompt's, before
+    the first round's (``SamplingParams.prompt_logprobs``)."""
 
     session_id: str
     client_id: str = "edge-0"
@@ -114,6 +115,7 @@ class DraftOptions:
     on_reconnect: Callable[[RequestError, int, float], None] | None = None
     on_resend: Callable[[RequestError, int, float], None] | None = None
     on_logprobs: Callable[[tuple[TokenLogprobs, ...]], None] | None = None
+    on_prompt_logprobs: Callable[[tuple[TokenLogprobs, ...]], None] | None = None
 
 
 def generate(
@@ -172,7 +174,7 @@ def _generate(
     )
     # the pair is named by the client id, as the server names it (WindowObservation.pair)
     ledger = Ledger(options.session_id, on_tokens, feature, clock, options.client_id,
-                    options.on_logprobs)  # fmt: skip
+                    options.on_logprobs, options.on_prompt_logprobs)  # fmt: skip
     wisv = None if semantic is None else semantic.spec()
     opened = clock()
     first = _session_spec(options, prompt, sampling, feature is not None, wisv)

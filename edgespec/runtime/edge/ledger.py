@@ -1,7 +1,8 @@
 """What the device keeps of a generation, round by round (:class:`Ledger`): its output, its
 round records, its first token's arrival and the window history (what it records of a
 verdict: :func:`round_outcome`); each round's committed tokens (and their
-log-probabilities, when asked for) handed on as they arrive."""
+log-probabilities, when asked for, the prompt's before the first round's) handed on as
+they arrive."""
 
 from __future__ import annotations
 
@@ -46,9 +47,10 @@ class Ledger:
         clock: Callable[[], float],
         pair: str = "",
         on_logprobs: Callable[[tuple[TokenLogprobs, ...]], None] | None = None,
+        on_prompt_logprobs: Callable[[tuple[TokenLogprobs, ...]], None] | None = None,
     ) -> None:
         self.request_id = request_id
-        self._on_logprobs = on_logprobs
+        self._on_logprobs, self._on_prompt_logprobs = on_logprobs, on_prompt_logprobs
         self.output: list[int] = []
         self.rounds: list[RoundRecord] = []
         self.pair = pair  # the draft–target pair's name (WindowObservation.pair)
@@ -74,6 +76,8 @@ class Ledger:
         self.output.extend(outcome.committed_token_ids)
         if outcome.committed_token_ids and self.first_token_s is None:
             self.first_token_s = end
+        if self._on_prompt_logprobs is not None and outcome.prompt_logprobs is not None:
+            self._on_prompt_logprobs(outcome.prompt_logprobs)
         if self._on_logprobs is not None and outcome.logprobs:
             self._on_logprobs(outcome.logprobs)
         if self._on_tokens is not None and outcome.committed_token_ids:

@@ -150,6 +150,8 @@ def reopen(
         max_new_tokens=sampling.max_new_tokens - len(output),
         min_tokens=max(sampling.min_tokens - len(output), 0),
         seed=reopened_seed(sampling.seed, len(output)),
+        # they came with the first reply that committed a token: asked again only before it
+        prompt_logprobs=None if output else sampling.prompt_logprobs,
     )
     if cancel is not None and cancel.is_set():
         raise Cancelled("cancelled before its session was reopened")

@@ -38,14 +38,11 @@ from edgespec.runtime.openai_api.errors import (
 )
 from edgespec.runtime.openai_api.logprob_fields import ChoiceLogprobs, LogprobTally
 from edgespec.runtime.openai_api.messages import is_chat
-from edgespec.runtime.openai_api.prompts import (
-    check_vocabulary,
-    prompt_ids,
-    prompt_param,
-)
+from edgespec.runtime.openai_api.prompt_echo import PromptEcho
+from edgespec.runtime.openai_api.prompts import check_vocabulary, prompt_ids, prompt_param
 from edgespec.runtime.openai_api.schema import Limits, ParsedRequest
 from edgespec.runtime.openai_api.session_tracker import tracked
-from edgespec.runtime.openai_api.text import TextStream, echo_text
+from edgespec.runtime.openai_api.text import TextStream
 from edgespec.runtime.openai_api.throttle import RefusedCredentials
 
 
@@ -224,7 +221,8 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
     ends = end_of_turn_ids(setup.tokenizer) if chat and not request.ignore_eos else frozenset()
     stop_ids = request.stop_token_ids | ends
     sampling = request.sampling.params(request.max_tokens, request.seed, request.ignore_eos,
-                                       stop_ids, request.min_tokens, request.logprobs)  # fmt: skip
+                                       stop_ids, request.min_tokens, request.logprobs,
+                                       request.echo)  # fmt: skip
     more = tuple(_window(setup, request) for _ in range(request.n - 1))
     return PreparedRequest(request, ids, sampling, _window(setup, request), more)
 
@@ -247,13 +245,12 @@ def run_request(
     stop_ids = frozenset(prepared.sampling.stop_token_ids)  # with a chat's end of turn
     text = TextStream(setup.tokenizer, request.stop, stop_ids, request.min_tokens)
     committed: list[int] = []
+    echo = PromptEcho(setup.tokenizer, request, prepared.prompt_ids, on_text)
     tally = None if request.logprobs is None else LogprobTally(
-        setup.tokenizer, committed, text.token_offsets)  # fmt: skip
-    echoed = echo_text(setup.tokenizer, request.prompt) if request.echo else ""
-    if echoed:
-        on_text(echoed, None)
+        setup.tokenizer, committed, echo.offsets(text.token_offsets))  # fmt: skip
 
     def on_tokens(tokens: tuple[int, ...]) -> None:
+        echo.before_tokens()
         committed.extend(tokens)
         delta = text.push(tokens)
         if delta:
@@ -265,7 +262,8 @@ def run_request(
     budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
     options = DraftOptions(session_id, config.client_id, request.slo_class,
                            config.retry_timeout_s, progress=budget, cancel=cancel,
-                           on_logprobs=None if tally is None else tally.values.extend)  # fmt: skip
+                           on_logprobs=None if tally is None else tally.values.extend,
+                           on_prompt_logprobs=echo.take if echo.waits else None)  # fmt: skip
     verifier, left_s = _verifier(setup, options)
     options = dataclasses.replace(options, first_open_retry_s=left_s)
     tracker = tracked(wrap_verifier(verifier, config))  # its sessions closed however it ends
@@ -285,9 +283,9 @@ def run_request(
     if rest or held:
         on_text(rest, held)
     n = text.num_tokens
-    return Completion(echoed + text.text, len(prepared.prompt_ids), n,
+    return Completion(echo.text + text.text, len(prepared.prompt_ids), n,
                       _finish(setup, text, committed, request),
-                      None if tally is None else tally.whole(n))  # fmt: skip
+                      echo.joined(None if tally is None else tally.whole(n)))  # fmt: skip
 
 
 def _finish(

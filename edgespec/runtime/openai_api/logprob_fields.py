@@ -19,11 +19,12 @@ from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK
 @dataclass(frozen=True, slots=True)
 class ChoiceLogprobs:
     """The returned tokens' texts, log-probabilities, likeliest alternatives (text,
-    log-probability) and where each token's text starts in the choice's text."""
+    log-probability) and where each token's text starts in the choice's text (an echoed
+    prompt's first token has no log-probability nor alternatives: ``None``)."""
 
     tokens: tuple[str, ...]
-    logprobs: tuple[float, ...]
-    top: tuple[tuple[tuple[str, float], ...], ...]
+    logprobs: tuple[float | None, ...]
+    top: tuple[tuple[tuple[str, float], ...] | None, ...]
     offsets: tuple[int, ...]
 
     @classmethod
@@ -44,24 +45,29 @@ class ChoiceLogprobs:
                         for t in logprobs)  # fmt: skip
         return cls(texts, tuple(t.logprob for t in logprobs), top, tuple(offsets))
 
+    def then(self, later: ChoiceLogprobs) -> ChoiceLogprobs:
+        """These tokens' followed by ``later``'s."""
+        return ChoiceLogprobs(self.tokens + later.tokens, self.logprobs + later.logprobs,
+                              self.top + later.top, self.offsets + later.offsets)  # fmt: skip
+
     def completions_json(self) -> dict[str, Any]:
         """``/v1/completions``' ``logprobs`` object."""
         return {
             "tokens": list(self.tokens),
             "token_logprobs": list(self.logprobs),
-            "top_logprobs": [dict(alternatives) for alternatives in self.top],
+            "top_logprobs": [None if top is None else dict(top) for top in self.top],
             "text_offset": list(self.offsets),
         }
 
     def chat_json(self) -> dict[str, Any]:
         """Chat's ``logprobs`` object: ``content``, a list with one entry per token."""
 
-        def entry(text: str, logprob: float) -> dict[str, Any]:
+        def entry(text: str, logprob: float | None) -> dict[str, Any]:
             return {"token": text, "logprob": logprob,
                     "bytes": list(text.encode("utf-8", errors="replace"))}  # fmt: skip
 
         return {"content": [
-            entry(text, lp) | {"top_logprobs": [entry(a, alp) for a, alp in top]}
+            entry(text, lp) | {"top_logprobs": [entry(a, alp) for a, alp in top or ()]}
             for text, lp, top in zip(self.tokens, self.logprobs, self.top, strict=True)
         ]}  # fmt: skip
 

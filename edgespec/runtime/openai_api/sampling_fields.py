@@ -3,7 +3,7 @@ the cuts after it, ``top_k``, ``top_p`` and ``min_p`` (:mod:`edgespec.core.sampl
 made in that order), ``logit_bias`` and the penalties before them
 (:mod:`edgespec.core.penalties`), ``min_tokens``, ``n`` and the log-probabilities asked for
 (``logprobs``: an integer on ``/v1/completions``, chat's boolean with ``top_logprobs``; 0
-to 20 alternatives, not with ``echo``); a bad one is a 400 naming it
+to 20 alternatives; with ``echo``, the prompt's tokens' too); a bad one is a 400 naming it
 (``param``)."""
 
 from __future__ import annotations
@@ -38,8 +38,10 @@ class SamplingFields:
         stop_token_ids: frozenset[int] = frozenset(),
         min_tokens: int = 0,
         logprobs: int | None = None,
+        echo: bool = False,
     ) -> SamplingParams:
-        """The session's :class:`SamplingParams`: these fields and the request's others."""
+        """The session's :class:`SamplingParams`: these fields and the request's others
+        (``echo`` with ``logprobs``: the prompt's log-probabilities too)."""
         return SamplingParams(
             temperature=self.temperature,
             top_p=self.top_p,
@@ -55,6 +57,7 @@ class SamplingFields:
             stop_token_ids=tuple(sorted(stop_token_ids)),
             min_tokens=min_tokens,
             logprobs=logprobs,
+            prompt_logprobs=logprobs if echo else None,
         )
 
 
@@ -156,9 +159,6 @@ def parse_logprobs(body: Mapping[str, Any], chat: bool) -> int | None:
         if top is not None and not flag:
             raise invalid("top_logprobs needs logprobs: true", param="top_logprobs")
         asked = (top or 0) if flag else None
-    if asked is not None and body.get("echo"):
-        raise invalid("logprobs are not returned with echo: true (no prompt log-probabilities)",
-                      param="logprobs", code="unsupported_value")  # fmt: skip
     return asked
 
 

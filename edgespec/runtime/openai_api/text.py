@@ -1,23 +1,14 @@
 """Committed token ids to text deltas, holding back text that may begin a stop sequence
 (and an unfinished character: :mod:`edgespec.runtime.detokenize`) so a stream never shows
 what the full text would cut; and how many tokens the text returned took
-(``usage.completion_tokens``); ``echo``'s text (:func:`echo_text`)."""
+(``usage.completion_tokens``)."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from edgespec.runtime.detokenize import IncrementalText
-from edgespec.runtime.openai_api.messages import Prompt
 from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK
-
-
-def echo_text(tokenizer: Any, prompt: Prompt) -> str:
-    """``echo``'s text: a text prompt as given, token ids decoded (a completions prompt)."""
-    if isinstance(prompt, str):
-        return prompt
-    with TOKENIZER_LOCK:
-        return str(tokenizer.decode(list(cast(tuple[int, ...], prompt))))
 
 
 class TextStream:

@@ -33,6 +33,8 @@ Engine and verification:
   ``VerifyOutcome``;
 * :mod:`.committed_logprobs` — the committed tokens' log-probabilities under the target's
   raw rows, and their likeliest alternatives', for a session that asks;
+* :mod:`.prompt_logprobs` — a session's prompt scored in parts as it is prefilled, returned
+  with its first verification (``SamplingParams.prompt_logprobs``);
 * :mod:`.prefill_parts` — a long uncached context forwarded one part per batch
   (``prefill_part_tokens``), its call queued again between parts;
 * :mod:`.engine_sessions` — ``SessionTable`` (open, close, idle expiry, the LRU token budget

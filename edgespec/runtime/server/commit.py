@@ -5,7 +5,8 @@ cropped to what stays valid (the accepted draft tokens' entries; a token tree's 
 path), and the :class:`~edgespec.runtime.messages.VerifyOutcome` its reply carries, with the
 target's hidden rows a ``return_hidden`` session's client lacks
 (:mod:`edgespec.runtime.server.returned_hidden`) and the committed tokens' log-probabilities
-a session asks for (:mod:`edgespec.runtime.server.committed_logprobs`)."""
+a session asks for (:mod:`edgespec.runtime.server.committed_logprobs`), and with its first
+verification its prompt's (:mod:`edgespec.runtime.server.prompt_logprobs`)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,8 @@ def commit_verdict(
     hidden, start = returned_rows(rows, item, len(draft), accepted[: len(committed)], first_row)
     num_top = sampling.logprobs
     logprobs = None if num_top is None else committed_logprobs(out.rows, committed, path, num_top)
+    scores = s.prompt_scores  # scored before this first verification; kept for a resend
+    s.prompt_scores = None  # in the stored round
     return VerifyOutcome(
         result,
         tuple(committed),
@@ -66,4 +69,5 @@ def commit_verdict(
         path,
         accepted_mismatches=judged.committed_mismatches(len(committed)),
         logprobs=logprobs,
+        prompt_logprobs=None if scores is None else tuple(scores),
     )

@@ -15,11 +15,15 @@ from edgespec.runtime.server.verification import VerificationRule
 from edgespec.runtime.validation import check_vocab
 
 
-def check_session_spec(spec: SessionSpec, backend: TargetBackend, rules: Collection[str]) -> None:
+def check_session_spec(
+    spec: SessionSpec, backend: TargetBackend, rules: Collection[str], budget_tokens: int
+) -> None:
     """Raise :class:`RequestError` (``INVALID_ARGUMENT``) for an empty prompt, a prompt plus
     ``max_new_tokens`` beyond the target's context, a token outside its vocabulary, more
-    prior output tokens than prompt tokens, or a verification rule this server does not
-    serve (``rules``: the names it serves)."""
+    prior output tokens than prompt tokens, prompt log-probabilities it cannot have
+    (:func:`prompt_score_problem`; the engine's KV
+    budget is ``budget_tokens``), or a verification rule this server does not serve
+    (``rules``: the names it serves)."""
     if not spec.prompt_token_ids:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "prompt is empty")
     if not 0 <= spec.num_prior_output_tokens <= len(spec.prompt_token_ids):
@@ -35,12 +39,29 @@ def check_session_spec(spec: SessionSpec, backend: TargetBackend, rules: Collect
     check_vocab(spec.prompt_token_ids, "prompt token", backend.vocab_size)
     check_vocab([t for t, _ in spec.sampling.logit_bias], "logit_bias token", backend.vocab_size)
     check_vocab(spec.sampling.stop_token_ids, "stop token", backend.vocab_size)
+    if (problem := prompt_score_problem(spec, budget_tokens)) is not None:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, problem)
     if spec.verification_rule not in rules:
         raise RequestError(
             ErrorCode.INVALID_ARGUMENT,
             f"unknown verification rule {spec.verification_rule!r}; this server serves "
             f"{sorted(rules)}",
         )
+
+
+def prompt_score_problem(spec: SessionSpec, budget_tokens: int) -> str | None:
+    """Why a session asking for prompt log-probabilities cannot have them: a reopened
+    session's (its prompt holds output), or a prompt (with its hidden rows for a
+    ``return_hidden`` session) over the KV budget."""
+    if spec.sampling.prompt_logprobs is None:
+        return None
+    if spec.num_prior_output_tokens:
+        return "prompt_logprobs are returned for a session's first open only, not a reopen"
+    held = len(spec.prompt_token_ids) * (2 if spec.return_hidden else 1)
+    if held > budget_tokens:
+        return (f"prompt_logprobs need the prompt ({held} tokens held) to fit the server's KV "
+                f"budget ({budget_tokens} tokens)")  # fmt: skip
+    return None
 
 
 def check_verify_call(

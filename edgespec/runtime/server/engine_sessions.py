@@ -136,7 +136,7 @@ class SessionTable:
     # --- sessions
 
     def open_session(self, spec: SessionSpec) -> None:
-        check_session_spec(spec, self.backend, self._rules)
+        check_session_spec(spec, self.backend, self._rules, self._budget)
         rule = bind_rule(self._rules[spec.verification_rule], spec)
         with self._lock:
             if spec.session_id in self._sessions:
@@ -156,6 +156,7 @@ class SessionTable:
                 rng=np.random.default_rng(spec.sampling.seed),
                 last_used_s=self._clock(),
                 serial=next(self._serials),
+                prompt_scores=None if spec.sampling.prompt_logprobs is None else [],
             )
 
     def is_unused_copy(self, spec: SessionSpec) -> bool:

@@ -26,7 +26,8 @@ even when several long prompts arrive at once; an evicted one starts its parts a
 ``return_hidden`` session's hidden rows of the parts are kept with its KV (counted against
 the budget, a row a token), and its last pass is seen as the one pass over all its context
 it replaces (:func:`merge_kept_rows`), so its reply carries the rows an unsplit pass's
-would (:mod:`edgespec.runtime.server.returned_hidden`).
+would (:mod:`edgespec.runtime.server.returned_hidden`). A session that asks for its
+prompt's log-probabilities is scored in parts (:mod:`.prompt_logprobs`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import numpy as np
 
 from edgespec.core.prefill_parts import part_tokens
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
+from edgespec.runtime.server.prompt_logprobs import SCORE_PART_TOKENS, num_unscored, score_part
 from edgespec.runtime.server.session_record import EngineSession
 
 
@@ -57,7 +59,12 @@ def next_part(
 ) -> int | None:
     """:func:`part_tokens` for ``s``'s next pass with ``num_draft`` draft tokens: split
     only when its whole context (and, for a ``return_hidden`` session, a row for each of its
-    positions) fits ``budget_tokens``."""
+    positions) fits ``budget_tokens``. A session scoring its prompt
+    (:mod:`~edgespec.runtime.server.prompt_logprobs`) forwards all of it but its last token
+    in parts of at most :data:`SCORE_PART_TOKENS` first (``part_limit`` when smaller)."""
+    if num_unscored(s):
+        limit = min(SCORE_PART_TOKENS, part_limit or SCORE_PART_TOKENS)
+        return min(limit, len(s.tokens) - 1 - s.kv_len) or None
     context = len(s.tokens) + num_draft
     fits = context * (2 if s.spec.return_hidden else 1) <= budget_tokens
     return part_tokens(len(s.tokens) - s.kv_len, num_draft, part_limit, fits)
@@ -74,13 +81,17 @@ def next_pass_sizes(
 
 def part_item(s: EngineSession, num_tokens: int) -> ForwardItem:
     """The pass forwarding ``s``'s next ``num_tokens`` uncached context tokens (with their
-    hidden rows when ``s`` returns them)."""
+    hidden rows when ``s`` returns them, a logit row each while it scores its prompt)."""
     new = tuple(s.tokens[s.kv_len : s.kv_len + num_tokens])
-    return ForwardItem(s.kv, s.kv_len, new, 1, s.spec.return_hidden)
+    num_logits = len(new) if num_unscored(s) else 1
+    return ForwardItem(s.kv, s.kv_len, new, num_logits, s.spec.return_hidden)
 
 
 def keep_part(s: EngineSession, item: ForwardItem, out: ForwardOutput) -> None:
-    """After a part's pass: ``s`` holds its KV, and its rows when ``s`` returns them."""
+    """After a part's pass: ``s`` holds its KV, its hidden rows when ``s`` returns them, and
+    its prompt's scores when it asks for them."""
+    if num_unscored(s):
+        score_part(s, item, out)
     if s.prefill_start is None:
         s.prefill_start = item.kv_len
     s.kv, s.kv_len = out.kv, item.kv_len + len(item.new_token_ids)

@@ -111,8 +111,8 @@ class SemanticVerification:
                 f"semantic verification is greedy only; session {spec.session_id!r} samples "
                 f"at temperature {spec.sampling.temperature}"
             )
-        if spec.sampling.logprobs is not None:  # its follow-up keeps only the rows' argmax
-            raise _invalid("semantic verification returns no logprobs")
+        if spec.sampling.logprobs is not None or spec.sampling.prompt_logprobs is not None:
+            raise _invalid("semantic verification returns no logprobs or prompt_logprobs")
         if spec.sampling.logit_bias or spec.sampling.penalized or spec.sampling.min_tokens:
             raise _invalid("semantic verification judges the target's own argmax: no "
                            "logit_bias, penalties or min_tokens")  # fmt: skip

@@ -186,8 +186,8 @@ class VerificationService:
         own round loop; cloud-only, the target decodes one token per round:
         :mod:`edgespec.runtime.server.fused_baseline`). Its chunks carry no
         log-probabilities: a session that asks for them is refused."""
-        if spec.sampling.logprobs is not None:
-            message = "Generate returns no logprobs: verify the session instead"
+        if spec.sampling.logprobs is not None or spec.sampling.prompt_logprobs is not None:
+            message = "Generate returns no logprobs or prompt_logprobs: verify the session instead"
             raise RequestError(ErrorCode.INVALID_ARGUMENT, message)
         if fused:
             limit = self.config.max_draft_tokens

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.runtime.backends.base import KVState
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.server.hidden_followup import PendingHidden, pending_rows, without_hidden_rows
@@ -46,6 +47,9 @@ class EngineSession:
     # first part's position, and the parts' hidden rows of a return_hidden session
     prefill_start: int | None = None
     prefill_rows: npt.NDArray[np.float32] | None = None
+    # the prompt's log-probabilities scored so far, when it asks for them
+    # (edgespec.runtime.server.prompt_logprobs)
+    prompt_scores: list[TokenLogprobs] | None = None
 
 
 def stored_rows(s: EngineSession) -> int:

@@ -23,7 +23,7 @@ from edgespec.runtime.messages import (
 )
 from edgespec.runtime.validation import check_batch_group, check_client_times, check_identifier
 from edgespec.runtime.wire.draft_probs import compact_rows, probs_from_proto
-from edgespec.runtime.wire.logprob_codec import logprobs_from_proto, logprobs_to_proto
+from edgespec.runtime.wire.logprob_codec import PROMPT, logprobs_from_proto, logprobs_to_proto
 from edgespec.runtime.wire.payloads import payloads_from_proto
 
 # generated stubs (see proto/edgespec.proto for the command); untyped, hence Any
@@ -52,6 +52,8 @@ def spec_to_proto(spec: SessionSpec) -> Any:
         sampling.seed = s.seed
     if s.logprobs is not None:
         sampling.logprobs = s.logprobs
+    if s.prompt_logprobs is not None:
+        sampling.prompt_logprobs = s.prompt_logprobs
     msg = pb.OpenSessionRequest(
         protocol_version=PROTOCOL_VERSION,
         session_id=spec.session_id,
@@ -105,6 +107,7 @@ def spec_from_proto(msg: Any) -> SessionSpec:
             stop_token_ids=tuple(s.stop_token_ids),
             min_tokens=s.min_tokens,
             logprobs=s.logprobs if s.HasField("logprobs") else None,
+            prompt_logprobs=s.prompt_logprobs if s.HasField("prompt_logprobs") else None,
         )
     except ValueError as exc:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, f"sampling: {exc}") from exc
@@ -212,6 +215,7 @@ def reply_to_proto(reply: VerifyReply) -> Any:
         msg.hidden_request.extend(reply.outcome.hidden_request)
     msg.accepted_mismatches = reply.outcome.accepted_mismatches
     logprobs_to_proto(msg, reply.outcome.logprobs)
+    logprobs_to_proto(msg, reply.outcome.prompt_logprobs, PROMPT)
     return msg
 
 
@@ -278,8 +282,9 @@ def reply_from_proto(
             f"{len(committed)} committed tokens for {len(draft)} draft tokens",
         )
     logprobs = logprobs_from_proto(msg, len(committed))
+    prompt_logprobs = logprobs_from_proto(msg, None, PROMPT)
     outcome = VerifyOutcome(result, committed, msg.finished, 0, hidden, start, nodes, asked,
-                            msg.accepted_mismatches, logprobs)  # fmt: skip
+                            msg.accepted_mismatches, logprobs, prompt_logprobs)  # fmt: skip
     return VerifyReply(outcome, msg.queue_s, msg.verify_s, msg.batch_size, msg.queue_depth)
 
 

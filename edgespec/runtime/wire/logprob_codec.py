@@ -1,6 +1,8 @@
-"""A verification's committed-token log-probabilities on the wire (``VerifyResponse``'s
-``committed_logprobs``, ``num_top_logprobs``, ``top_logprob_ids``, ``top_logprobs``), and
-back: a reply whose counts do not match its committed tokens is ``INTERNAL``."""
+"""Log-probabilities on the wire, and back: a verification's committed tokens'
+(``VerifyResponse``'s ``committed_logprobs``, ``num_top_logprobs``, ``top_logprob_ids``,
+``top_logprobs``: :data:`COMMITTED`) and a session's first reply's prompt tokens'
+(:data:`PROMPT`, the same four with ``prompt`` in their names). A reply whose counts do not
+match is ``INTERNAL``."""
 
 from __future__ import annotations
 
@@ -10,30 +12,46 @@ from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.core.wire_limits import MAX_LOGPROBS
 from edgespec.runtime.errors import ErrorCode, RequestError
 
+LogprobFields = tuple[str, str, str, str]
+"""The names of one set's four fields: chosen tokens' values, alternatives per token, the
+alternatives' ids, their values."""
 
-def logprobs_to_proto(msg: Any, logprobs: tuple[TokenLogprobs, ...] | None) -> None:
+COMMITTED: LogprobFields = ("committed_logprobs", "num_top_logprobs", "top_logprob_ids",
+                            "top_logprobs")  # fmt: skip
+PROMPT: LogprobFields = ("prompt_logprobs", "num_top_prompt_logprobs", "top_prompt_logprob_ids",
+                         "top_prompt_logprobs")  # fmt: skip
+
+
+def logprobs_to_proto(
+    msg: Any, logprobs: tuple[TokenLogprobs, ...] | None, fields: LogprobFields = COMMITTED
+) -> None:
     """Write ``logprobs`` (each with as many top pairs) into the ``VerifyResponse`` ``msg``."""
     if not logprobs:
         return
-    msg.committed_logprobs.extend(t.logprob for t in logprobs)
-    msg.num_top_logprobs = len(logprobs[0].top)
+    chosen, num_top, top_ids, top_values = fields
+    getattr(msg, chosen).extend(t.logprob for t in logprobs)
+    setattr(msg, num_top, len(logprobs[0].top))
     for t in logprobs:
-        msg.top_logprob_ids.extend(token for token, _ in t.top)
-        msg.top_logprobs.extend(lp for _, lp in t.top)
+        getattr(msg, top_ids).extend(token for token, _ in t.top)
+        getattr(msg, top_values).extend(lp for _, lp in t.top)
 
 
-def logprobs_from_proto(msg: Any, num_committed: int) -> tuple[TokenLogprobs, ...] | None:
-    """The log-probabilities of a reply that committed ``num_committed`` tokens (``None``
-    when it carries none)."""
-    chosen, k = list(msg.committed_logprobs), msg.num_top_logprobs
+def logprobs_from_proto(
+    msg: Any, num_tokens: int | None, fields: LogprobFields = COMMITTED
+) -> tuple[TokenLogprobs, ...] | None:
+    """The log-probabilities of a reply, ``num_tokens`` of them (``None``: any number;
+    ``None`` returned when it carries none)."""
+    chosen_field, num_top, top_ids, top_values = fields
+    chosen, k = list(getattr(msg, chosen_field)), getattr(msg, num_top)
     if not chosen and not k:
         return None
-    ids, values = list(msg.top_logprob_ids), list(msg.top_logprobs)
-    counts = (len(chosen), len(ids), len(values))
-    if k > MAX_LOGPROBS or counts != (num_committed, k * num_committed, k * num_committed):
+    ids, values = list(getattr(msg, top_ids)), list(getattr(msg, top_values))
+    n = len(chosen) if num_tokens is None else num_tokens
+    if k > MAX_LOGPROBS or (len(chosen), len(ids), len(values)) != (n, k * n, k * n):
+        tokens = "" if num_tokens is None else f" for {n} committed tokens"
         raise RequestError(ErrorCode.INTERNAL, (
-            f"malformed VerifyResponse: {len(chosen)} committed_logprobs and {len(ids)} top "
-            f"pairs ({k} each) for {num_committed} committed tokens"))  # fmt: skip
+            f"malformed VerifyResponse: {len(chosen)} {chosen_field} and {len(ids)} top "
+            f"pairs ({k} each){tokens}"))  # fmt: skip
     pairs = list(zip(ids, values, strict=True))
     return tuple(
         TokenLogprobs(lp, tuple(pairs[i * k : (i + 1) * k])) for i, lp in enumerate(chosen)

@@ -84,3 +84,14 @@ def test_a_reopened_session_keeps_what_is_left_of_min_tokens(min_tokens: int, le
     again = _reopened((6, 9), sampling)
     assert again.sampling == dataclasses.replace(sampling, max_new_tokens=6, min_tokens=left)
     assert again.num_prior_output_tokens == 2
+
+
+@pytest.mark.parametrize(("output", "asked"), [((), 2), ((6,), None)])
+def test_a_reopen_asks_for_the_prompts_logprobs_only_before_any_output(
+    output: tuple[int, ...], asked: int | None
+) -> None:
+    """They come with the first reply that commits a token: a reopen after it does not ask
+    again (the server refuses them for a prompt holding output); one before it does."""
+    sampling = SamplingParams(max_new_tokens=8, logprobs=1, prompt_logprobs=2)
+    again = _reopened(output, sampling)
+    assert again.sampling.prompt_logprobs == asked and again.sampling.logprobs == 1

@@ -184,8 +184,8 @@ def test_a_stream_hands_out_each_tokens_logprobs_once(
 
 def test_logprobs_are_the_targets_own(client: Any, api: Any, target: TransformersTarget) -> None:
     """``logprobs`` (was refused): each returned token's log-probability under the target's
-    raw rows and its likeliest alternatives', as OpenAI shapes them on each route; with
-    ``echo`` (no prompt log-probabilities) or out of range, a 400."""
+    raw rows and its likeliest alternatives', as OpenAI shapes them on each route; out of
+    range, a 400 (with ``echo``: tests/runtime/openai_api/test_echo_logprobs.py)."""
     from tests.runtime.openai_api.conftest import _error
 
     greedy = target_greedy_decode(target, (5, 6, 7), 8)
@@ -207,13 +207,9 @@ def test_logprobs_are_the_targets_own(client: Any, api: Any, target: Transformer
                and bytes(c.bytes).decode() == c.token for c in content)  # fmt: skip
     plain = client.completions.create(model=MODEL, prompt="w5 w6 w7", max_tokens=8)
     assert plain.choices[0].logprobs is None
-    for extra, param, message in (
-        ({"logprobs": 0, "echo": True}, "logprobs",
-         "logprobs are not returned with echo: true (no prompt log-probabilities)"),
-        ({"logprobs": 21}, "logprobs", "logprobs must be an integer in [0, 20], got 21"),
-    ):  # fmt: skip
-        status, error = _error(api, {"model": MODEL, "prompt": "w1", **extra})
-        assert (status, error["param"], error["message"]) == (400, param, message)
+    status, error = _error(api, {"model": MODEL, "prompt": "w1", "logprobs": 21})
+    assert (status, error["param"], error["message"]) == (
+        400, "logprobs", "logprobs must be an integer in [0, 20], got 21")  # fmt: skip
 
 
 @pytest.mark.parametrize("cut", [{"top_k": 1}, {"min_p": 1.0}])

@@ -97,12 +97,14 @@ def test_a_fused_baseline_needs_a_draft_and_a_gamma_in_range(
             "fused mode needs a server started with --draft",
             lambda: list(verifier.generate(SessionSpec("f", "x", PROMPT, GREEDY), fused=True)),
         )
-        asks = dataclasses.replace(GREEDY, logprobs=1)  # Generate's chunks carry no logprobs
-        for fused in (False, True):
+        for fused, asks in (  # Generate's chunks carry no logprobs
+            (False, dataclasses.replace(GREEDY, logprobs=1)),
+            (True, dataclasses.replace(GREEDY, prompt_logprobs=0)),
+        ):
             spec = SessionSpec("l", "x", PROMPT, asks)
             raises_request_error(
                 ErrorCode.INVALID_ARGUMENT,
-                "Generate returns no logprobs: verify the session instead",
+                "Generate returns no logprobs or prompt_logprobs: verify the session instead",
                 lambda spec=spec, fused=fused: list(verifier.generate(spec, fused=fused)),
             )
         chunks = list(verifier.generate(SessionSpec("c", "x", PROMPT, GREEDY)))

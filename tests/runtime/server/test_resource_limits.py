@@ -138,7 +138,7 @@ def test_protocol_version_mismatch(make_server: ServerFactory) -> None:
     with pytest.raises(grpc.RpcError) as info:
         stub.OpenSession(request)
     assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert info.value.details() == "protocol version 99 not supported; server speaks 4"
+    assert info.value.details() == "protocol version 99 not supported; server speaks 5"
 
 
 def test_cancelled_verification_does_not_advance_the_session(target: TransformersTarget) -> None:

@@ -71,7 +71,12 @@ SEMANTIC_OWN_ARGMAX = (
         (
             GOOD,
             {"sampling": SamplingParams(max_new_tokens=4, logprobs=1)},
-            "semantic verification returns no logprobs",
+            "semantic verification returns no logprobs or prompt_logprobs",
+        ),
+        (
+            GOOD,
+            {"sampling": SamplingParams(max_new_tokens=4, prompt_logprobs=0)},
+            "semantic verification returns no logprobs or prompt_logprobs",
         ),
     ],
 )

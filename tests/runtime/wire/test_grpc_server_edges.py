@@ -40,7 +40,7 @@ def test_open_and_close_session_reply_fields(
     assert (opened.session_id, opened.vocab_size, opened.protocol_version) == (
         "o",
         target.vocab_size,
-        4,
+        5,
     )
     closes = [stub.CloseSession(pb.CloseSessionRequest(session_id="o"), timeout=10).existed]
     closes.append(stub.CloseSession(pb.CloseSessionRequest(session_id="o"), timeout=10).existed)
@@ -52,7 +52,7 @@ def test_health_reply_fields(make_server: ServerFactory, target: TransformersTar
     health = _stub(server.port).Health(pb.HealthRequest(), timeout=10)
     assert (health.serving, health.protocol_version, health.vocab_size) == (
         True,
-        4,
+        5,
         target.vocab_size,
     )
     assert (health.max_draft_tokens, health.target) == (7, "tiny-target")
