@@ -37,6 +37,8 @@ speculative decoding against the verification server(s).
   text);
 * :mod:`.admission` — how many generations run at once and how many may wait;
 * :mod:`.logprob_fields` — the returned tokens' log-probabilities as OpenAI shapes them;
+* :mod:`.request_checks` — what a request is refused before it waits for a worker
+  (greedy-only drafting, an SLO class, the target's context);
 * :mod:`.prompt_echo` — ``echo``: the prompt's text before the completion's, with its
   tokens' log-probabilities when asked;
 * :mod:`.choices` — a request's ``n`` choices, generated in turn, each its own session

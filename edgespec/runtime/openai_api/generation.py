@@ -31,15 +31,18 @@ from edgespec.runtime.errors import RequestError
 from edgespec.runtime.openai_api.chat_prompt import special_ids
 from edgespec.runtime.openai_api.errors import (
     clip,
-    context_exceeded,
     from_request_error,
     invalid,
-    shown,
 )
 from edgespec.runtime.openai_api.logprob_fields import ChoiceLogprobs, LogprobTally
 from edgespec.runtime.openai_api.messages import is_chat
 from edgespec.runtime.openai_api.prompt_echo import PromptEcho
 from edgespec.runtime.openai_api.prompts import check_vocabulary, prompt_ids, prompt_param
+from edgespec.runtime.openai_api.request_checks import (
+    check_context,
+    check_sampling,
+    check_slo_class,
+)
 from edgespec.runtime.openai_api.schema import Limits, ParsedRequest
 from edgespec.runtime.openai_api.session_tracker import tracked
 from edgespec.runtime.openai_api.text import TextStream
@@ -172,55 +175,23 @@ def end_ids(setup: EdgeSetup) -> frozenset[int]:
     return frozenset(ids)
 
 
-def _check_sampling(setup: EdgeSetup, request: ParsedRequest) -> None:
-    """What the drafter cannot do for this request, refused before it waits for a worker:
-    sampling with a token tree or with prompt lookup (both greedy only)."""
-    if request.sampling.temperature == 0:
-        return
-    drafts = ("token trees (--tree), which are verified" if setup.config.tree is not None
-              else "with prompt lookup (--lookup), which drafts" if setup.config.lookup
-              else None)  # fmt: skip
-    if drafts is not None:
-        raise invalid(f"temperature {request.sampling.temperature:g}: this endpoint drafts "
-                      f"{drafts} greedily only: use temperature 0", param="temperature",
-                      code="unsupported_value")  # fmt: skip
-
-
-def _check_slo_class(setup: EdgeSetup, request: ParsedRequest) -> None:
-    """An SLO class the servers lack (when their Health says theirs), refused before the
-    request waits for a worker (the server refused it only once a session was asked for)."""
-    classes = setup.slo_classes
-    if classes is not None and request.slo_class not in classes:
-        raise invalid(f"edgespec.slo_class {shown(request.slo_class)} is not an SLO "
-                      f"class of the server, which has {shown(sorted(classes), 200)}",
-                      param="edgespec.slo_class")  # fmt: skip
-
-
-def _check_context(setup: EdgeSetup, request: ParsedRequest, num_prompt_tokens: int) -> None:
-    """A prompt of ``num_prompt_tokens`` (at least 1) and ``max_tokens`` beyond the target's
-    context, refused before a worker or a server session is taken (an unknown context is
-    left to the server, whose refusal :func:`run_request` words the same)."""
-    context = setup.max_context_tokens
-    if context and num_prompt_tokens + request.max_tokens > context:
-        raise context_exceeded(num_prompt_tokens, request.max_tokens, context,
-                               prompt_param(request.prompt), request.max_tokens_field)  # fmt: skip
-
-
 def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> PreparedRequest:
     """Tokenize ``request``'s prompt (bounded by ``limits``), check it and ``max_tokens``
     against the target's context, and make its window policy."""
-    _check_sampling(setup, request)
+    check_sampling(setup.config, request)
     vocab = setup.vocab_size  # a stop id no round could commit, a bias on no token: 400s
     check_vocabulary(sorted(request.stop_token_ids), vocab, "stop_token_ids", "stop_token_ids")
     check_vocabulary([t for t, _ in request.sampling.logit_bias], vocab, "logit_bias", "logit_bias")
-    _check_slo_class(setup, request)
-    _check_context(setup, request, 1)  # max_tokens alone: before the prompt is tokenized
+    check_slo_class(setup.slo_classes, request)
+    context = setup.max_context_tokens
+    check_context(context, request, 1)  # max_tokens alone: before the prompt is tokenized
     ids = prompt_ids(setup.tokenizer, setup.special_ids, request.prompt, setup.vocab_size, limits)
-    _check_context(setup, request, len(ids))
+    check_context(context, request, len(ids))
     chat = is_chat(request.prompt)  # the server ends at a chat's end of turn too
     ends = end_of_turn_ids(setup.tokenizer) if chat and not request.ignore_eos else frozenset()
     stop_ids = request.stop_token_ids | ends
-    sampling = request.sampling.params(request.max_tokens, request.seed, request.ignore_eos,
+    num_new = max(request.max_tokens, 1)  # max_tokens 0: one, not shown (the prompt alone)
+    sampling = request.sampling.params(num_new, request.seed, request.ignore_eos,
                                        stop_ids, request.min_tokens, request.logprobs,
                                        request.echo)  # fmt: skip
     more = tuple(_window(setup, request) for _ in range(request.n - 1))
@@ -251,6 +222,8 @@ def run_request(
 
     def on_tokens(tokens: tuple[int, ...]) -> None:
         echo.before_tokens()
+        if not request.max_tokens:  # the prompt alone: no output shown
+            raise Cancelled
         committed.extend(tokens)
         delta = text.push(tokens)
         if delta:
@@ -271,7 +244,7 @@ def run_request(
         generate(tracker, _drafter(setup), prepared.prompt_ids, prepared.sampling, options,
                  prepared.window, on_tokens, setup.clock)  # fmt: skip
     except Cancelled:
-        if not text.stopped:
+        if not text.stopped and request.max_tokens:
             raise
     except RequestError as exc:  # the app logs a 502 (the endpoint's token refused), a 503
         raise from_request_error(exc, prompt_param(request.prompt),
@@ -295,4 +268,5 @@ def _finish(
     ``ignore_eos``, without a stop sequence or stop token), else ``"stop"``."""
     if text.stopped or len(committed) < request.max_tokens:
         return "stop"
-    return "length" if request.ignore_eos or committed[-1] not in end_ids(setup) else "stop"
+    ended = bool(committed) and committed[-1] in end_ids(setup)  # none: max_tokens 0
+    return "stop" if ended and not request.ignore_eos else "length"

@@ -142,7 +142,8 @@ def _max_tokens(
     body: Mapping[str, Any], chat: bool, defaults: Defaults, limits: Limits
 ) -> tuple[str, int]:
     """``max_tokens`` and the field that gave it; in chat also ``max_completion_tokens`` (its
-    newer name): either one, both only when equal, a null one as absent."""
+    newer name): either one, both only when equal, a null one as absent; 0 on
+    ``/v1/completions`` with ``echo`` (the prompt alone, with its log-probabilities)."""
     names = ("max_completion_tokens", "max_tokens") if chat else ("max_tokens",)
     given: dict[str, int] = {}
     for name in names:
@@ -154,6 +155,11 @@ def _max_tokens(
                       f"max_tokens ({shown(given['max_tokens'])}) differ: give one",
                       param="max_completion_tokens")  # fmt: skip
     name, value = next(iter(given.items()), ("max_tokens", defaults.max_tokens))
+    if value == 0 and not chat:  # OpenAI's legacy completions: the prompt scored alone
+        if body.get("echo") is True:
+            return name, value
+        raise invalid("max_tokens 0 returns the prompt alone: it needs echo: true",
+                      param=name)  # fmt: skip
     if not 1 <= value <= limits.max_tokens:
         raise invalid(f"{name} must be in [1, {limits.max_tokens}], got {shown(value)}",
                       param=name)  # fmt: skip

@@ -2,7 +2,8 @@
 first, the first with ``null``, each other with its log-probability under the target's
 row before it, as lm-evaluation-harness's loglikelihood requests read them (token ids
 in, ``max_tokens`` 1, ``logprobs`` 1), then the completion's, offsets counting the echoed
-text; streamed, the echo's chunk carries the prompt's and the stream equals the whole."""
+text; streamed, the echo's chunk carries the prompt's and the stream equals the whole;
+``max_tokens`` 0 (OpenAI's legacy scoring request) the prompt alone."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.greedy_oracles import target_logprobs
-from tests.runtime.openai_api.conftest import MODEL, word_tokenizer
+from tests.runtime.openai_api.conftest import MODEL, _error, word_tokenizer
 
 TOKENIZER = word_tokenizer(64)
 PROMPT = [5, 6, 7, 40, 41, 2, 9]
@@ -66,3 +67,26 @@ def test_a_one_token_prompt_and_echo_without_logprobs(client: Any) -> None:
     assert got.top_logprobs == [None, {}]
     plain = client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=1, echo=True)
     assert plain.choices[0].logprobs is None and plain.choices[0].text.startswith(_text(PROMPT))
+
+
+def test_max_tokens_0_scores_the_prompt_alone(
+    client: Any, api: Any, target: TransformersTarget
+) -> None:
+    """OpenAI's legacy completions' scoring request: the echoed prompt with its
+    log-probabilities, no completion (the one token the session commits is not shown);
+    without echo a 400."""
+
+    out = client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=0, echo=True,
+                                    logprobs=0)  # fmt: skip
+    choice = out.choices[0]
+    assert (choice.text, choice.finish_reason) == (_text(PROMPT), "length")
+    assert choice.logprobs.tokens == [_text([t]) for t in PROMPT]
+    scored = target_logprobs(target, tuple(PROMPT[:1]), tuple(PROMPT[1:]), 0)
+    assert choice.logprobs.token_logprobs[1:] == pytest.approx([lp for lp, _ in scored], abs=1e-4)
+    assert (out.usage.prompt_tokens, out.usage.completion_tokens) == (len(PROMPT), 0)
+    streamed = list(client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=0,
+                                              echo=True, stream=True))  # fmt: skip
+    assert "".join(c.choices[0].text for c in streamed if c.choices) == _text(PROMPT)
+    status, error = _error(api, {"model": MODEL, "prompt": "w1", "max_tokens": 0})
+    message = "max_tokens 0 returns the prompt alone: it needs echo: true"
+    assert (status, error["param"], error["message"]) == (400, "max_tokens", message)

@@ -137,8 +137,12 @@ CONTEXT_CASES = [
      _over(30, "max_completion_tokens", 11, 40)),
     ({"model": MODEL, "prompt": "w1", "max_tokens": 40}, "/v1/completions", "max_tokens",
      "max_tokens is 40, which leaves no room for a prompt in the target's context of 40 tokens"),
+    ({"model": MODEL, "prompt": "w1 " * 40, "max_tokens": 0, "echo": True, "logprobs": 0},
+     "/v1/completions", "prompt", "the prompt is 40 tokens: scoring it (max_tokens 0) takes one "
+     "token more than the prompt, over the target's context of 40; shorten the prompt"),
 ]  # fmt: skip
-CONTEXT_IDS = ["text", "token-ids", "chat", "chat-max-completion-tokens", "max-tokens-alone"]
+CONTEXT_IDS = ["text", "token-ids", "chat", "chat-max-completion-tokens", "max-tokens-alone",
+               "scoring-a-whole-context"]  # fmt: skip
 
 
 @pytest.mark.parametrize(("body", "path", "param", "message"), CONTEXT_CASES, ids=CONTEXT_IDS)
@@ -153,8 +157,15 @@ def test_a_request_beyond_the_context_is_refused_before_it_runs(
     )  # fmt: skip
 
 
-def test_a_request_that_fills_the_context_exactly_runs(context_40: ApiThread) -> None:
-    body = {"model": MODEL, "prompt": WORDS_30, "max_tokens": 10}
+@pytest.mark.parametrize(
+    "body",
+    [{"model": MODEL, "prompt": WORDS_30, "max_tokens": 10},
+     {"model": MODEL, "prompt": "w1 " * 39, "max_tokens": 0, "echo": True}],
+    ids=["completion", "scoring"],
+)  # fmt: skip
+def test_a_request_that_fills_the_context_exactly_runs(
+    context_40: ApiThread, body: dict[str, Any]
+) -> None:
     status, reply, _ = _post(context_40, "/v1/completions", json.dumps(body).encode())
     assert status == 503, reply  # it went on to the (absent) server
 

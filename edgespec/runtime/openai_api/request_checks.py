@@ -1,0 +1,53 @@
+"""What the endpoint refuses of a request before it waits for a worker, against what the
+drafter and the servers can do (:func:`~.generation.prepare` calls them): sampling the
+drafter drafts greedily only, an SLO class the servers lack, a prompt and ``max_tokens``
+beyond the target's context. Each refusal is a 400 naming the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgespec.runtime.openai_api.errors import context_exceeded, invalid, shown
+from edgespec.runtime.openai_api.prompts import prompt_param
+from edgespec.runtime.openai_api.schema import ParsedRequest
+
+
+def check_sampling(config: Any, request: ParsedRequest) -> None:
+    """What the drafter cannot do for this request, refused before it waits for a worker:
+    sampling with a token tree or with prompt lookup (both greedy only)."""
+    if request.sampling.temperature == 0:
+        return
+    drafts = ("token trees (--tree), which are verified" if config.tree is not None
+              else "with prompt lookup (--lookup), which drafts" if config.lookup
+              else None)  # fmt: skip
+    if drafts is not None:
+        raise invalid(f"temperature {request.sampling.temperature:g}: this endpoint drafts "
+                      f"{drafts} greedily only: use temperature 0", param="temperature",
+                      code="unsupported_value")  # fmt: skip
+
+
+def check_slo_class(classes: frozenset[str] | None, request: ParsedRequest) -> None:
+    """An SLO class the servers lack (when their Health says theirs), refused before the
+    request waits for a worker (the server refused it only once a session was asked for)."""
+    if classes is not None and request.slo_class not in classes:
+        raise invalid(f"edgespec.slo_class {shown(request.slo_class)} is not an SLO "
+                      f"class of the server, which has {shown(sorted(classes), 200)}",
+                      param="edgespec.slo_class")  # fmt: skip
+
+
+def check_context(context: int | None, request: ParsedRequest, num_prompt_tokens: int) -> None:
+    """A prompt of ``num_prompt_tokens`` (at least 1) and ``max_tokens`` beyond the target's
+    context, refused before a worker or a server session is taken (an unknown context is
+    left to the server, whose refusal :func:`~.generation.run_request` words the same).
+    ``max_tokens`` 0 (the prompt scored alone) still takes a token of the context: the
+    server's session commits one, not shown."""
+    if not context:
+        return
+    if request.max_tokens == 0 and num_prompt_tokens >= context:  # the server's one token
+        raise invalid(f"the prompt is {num_prompt_tokens} tokens: scoring it (max_tokens 0) "
+                      f"takes one token more than the prompt, over the target's context of "
+                      f"{context}; shorten the prompt", param=prompt_param(request.prompt),
+                      code="context_length_exceeded")  # fmt: skip
+    if num_prompt_tokens + request.max_tokens > context:
+        raise context_exceeded(num_prompt_tokens, request.max_tokens, context,
+                               prompt_param(request.prompt), request.max_tokens_field)  # fmt: skip
