@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -102,8 +103,12 @@ PROCESS_END_S = 5.0
 
 def ended(pool: ProcessPoolExecutor) -> None:
     """Stop ``pool`` now: its pending work cancelled, its processes sent SIGTERM (SIGKILL
-    after :data:`PROCESS_END_S`) and reaped, so that none outlives the caller."""
-    processes = list((pool._processes or {}).values())  # no public handle
+    after :data:`PROCESS_END_S`) and reaped, and its manager thread finished, so that
+    none outlives the caller. ``shutdown(wait=False)`` forgets that thread while it still
+    closes the pool's pipes; the interpreter's exit then woke one it was closing
+    (``OSError: [Errno 9] Bad file descriptor`` after a stopped run's last line)."""
+    processes = list((pool._processes or {}).values())  # no public handles
+    manager: threading.Thread | None = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.terminate()
@@ -112,7 +117,8 @@ def ended(pool: ProcessPoolExecutor) -> None:
         if process.is_alive():
             process.kill()
             process.join()
-    pool.shutdown(wait=True)
+    if manager is not None:  # its processes gone, it marks the pool broken and closes it
+        manager.join(PROCESS_END_S)
 
 
 @contextlib.contextmanager
