@@ -43,6 +43,8 @@ speculative decoding against the verification server(s).
   tokens' log-probabilities when asked;
 * :mod:`.choices` — a request's ``n`` choices, generated in turn, each its own session
   and seed;
+* :mod:`.prompt_batch` — a list of prompts on ``/v1/completions``: each parsed and
+  checked as a request, their choices in turn, an error naming the prompt's place;
 * :mod:`.generation`, :mod:`.session_tracker`, :mod:`.text`, :mod:`.streaming` — one
   request's generation in a worker thread, its sessions closed on the server however it
   ends; committed ids to text deltas (held back where a stop sequence may begin); deltas

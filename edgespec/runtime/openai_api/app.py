@@ -22,7 +22,7 @@ from edgespec.runtime.edge.reconnect import Cancelled
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.openai_api.admission import Admission, Concurrency
 from edgespec.runtime.openai_api.body import check_content_type, read_body
-from edgespec.runtime.openai_api.choices import Choices, run_choices
+from edgespec.runtime.openai_api.choices import Choices, run_prompts
 from edgespec.runtime.openai_api.errors import (
     ApiError,
     clip,
@@ -34,15 +34,10 @@ from edgespec.runtime.openai_api.generation import EdgeSetup, PreparedRequest, p
 from edgespec.runtime.openai_api.health import Health
 from edgespec.runtime.openai_api.in_flight import Accepted, InFlight, endpoint_stopping
 from edgespec.runtime.openai_api.messages import prompt_size
+from edgespec.runtime.openai_api.prompt_batch import is_batch, of_prompt, parse_requests
 from edgespec.runtime.openai_api.prompts import needs_tokenizer
 from edgespec.runtime.openai_api.responses import Shape, model_entry, model_list
-from edgespec.runtime.openai_api.schema import (
-    Defaults,
-    Limits,
-    ParsedRequest,
-    decode_body,
-    parse_request,
-)
+from edgespec.runtime.openai_api.schema import Defaults, Limits, ParsedRequest, decode_body
 from edgespec.runtime.openai_api.server_watch import ServerWatch
 from edgespec.runtime.openai_api.streaming import Item, Running, Work, sse
 from edgespec.runtime.openai_api.tokenizing import TOKENIZE_QUEUE_PROMPTS, PromptLine, run_holding
@@ -142,11 +137,18 @@ async def _prepared(
 async def _complete(
     request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool, lines: Lines, place: Accepted
 ) -> Response:
-    parsed = parse_request(await _body(request, api.limits), chat, api.defaults, api.limits)
+    body = await _body(request, api.limits)
+    batch = parse_requests(body, chat, api.defaults, api.limits)  # a request per prompt
+    parsed = batch[0]
     if parsed.model != api.model_id:
         raise _unknown_model(parsed.model, api.model_id)
-    prepared = await _prepared(request, setup, api, parsed, lines.prompts)
-    work: Work = partial(run_choices, setup, prepared)
+    prepared = []
+    for index, one in enumerate(batch):
+        try:
+            prepared.append(await _prepared(request, setup, api, one, lines.prompts))
+        except ApiError as exc:
+            raise (of_prompt(index, exc) if is_batch(body, chat) else exc) from None
+    work: Work = partial(run_prompts, setup, tuple(prepared))
     await lines.health.refuse_if_hopeless(setup.config.retry_timeout_s)  # 503: no server
     admission = lines.admission
     await _waited(request, admission.acquire(), admission.release)  # 429: queue full
@@ -157,7 +159,7 @@ async def _complete(
         admission.release()
         raise
     lines.in_flight.started(running, place)
-    shape = Shape.new(parsed.model, chat, parsed.include_usage, parsed.n)
+    shape = Shape.new(parsed.model, chat, parsed.include_usage, parsed.n * len(batch))
     if not parsed.stream:
         return JSONResponse(shape.whole(await _whole(request, running)))
     try:

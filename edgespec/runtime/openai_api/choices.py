@@ -2,7 +2,8 @@
 request's worker, each in a session of its own, choice i seeded ``seed + i`` when the
 request is seeded (as vLLM seeds its parallel samples; unseeded, each draws fresh
 entropy), with a window policy of its own; their text deltas tagged with the choice's
-index. Greedy choices are alike."""
+index. Greedy choices are alike. A batch of prompts (:mod:`.prompt_batch`): each prompt's
+choices in turn (:func:`run_prompts`)."""
 
 from __future__ import annotations
 
@@ -24,13 +25,11 @@ from edgespec.runtime.openai_api.logprob_fields import ChoiceLogprobs
 
 @dataclass(frozen=True, slots=True)
 class Choices:
-    """A request's completions, in index order (one without ``n``)."""
+    """A request's completions, in index order (one without ``n``), and its prompts'
+    tokens (each prompt's once)."""
 
     completions: tuple[Completion, ...]
-
-    @property
-    def prompt_tokens(self) -> int:
-        return self.completions[0].prompt_tokens
+    prompt_tokens: int
 
     @property
     def completion_tokens(self) -> int:
@@ -58,4 +57,21 @@ def run_choices(
         window = prepared.window if index == 0 else prepared.more_windows[index - 1]
         one = dataclasses.replace(prepared, sampling=sampling, window=window)
         done.append(run_request(setup, one, partial(on_text, index), cancel))
-    return Choices(tuple(done))
+    return Choices(tuple(done), done[0].prompt_tokens)
+
+
+def run_prompts(
+    setup: EdgeSetup,
+    prepared: tuple[PreparedRequest, ...],
+    on_text: Callable[[int, str, ChoiceLogprobs | None], None],
+    cancel: threading.Event,
+) -> Choices:
+    """Each of a batch's ``prepared`` prompts' choices in turn (:func:`run_choices`), prompt
+    i's choice j at index ``i * n + j``; usage counts each prompt once."""
+    done = []
+    for i, one in enumerate(prepared):
+        first = i * one.request.n
+        done.append(run_choices(setup, one, lambda j, *text, f=first: on_text(f + j, *text),
+                                cancel))  # fmt: skip
+    completions = tuple(c for choices in done for c in choices.completions)
+    return Choices(completions, sum(choices.prompt_tokens for choices in done))

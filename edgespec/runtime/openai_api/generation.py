@@ -208,8 +208,7 @@ def run_request(
     log-probabilities of the tokens they show when the request asks. Raises
     :class:`Cancelled` when ``cancel`` is set (the session closed); the server's refusal
     (or its absence) as an :class:`~.errors.ApiError` in the request's terms."""
-    from edgespec.runtime.edge.drafter import DraftOptions, generate
-    from edgespec.runtime.edge.progress import ProgressBudget
+    from edgespec.runtime.edge.drafter import generate
     from edgespec.runtime.wire.emulated_link import wrap_verifier
 
     config, request = setup.config, prepared.request
@@ -231,14 +230,7 @@ def run_request(
         if cancel.is_set() or text.stopped:
             raise Cancelled
 
-    session_id = new_session_id(config.client_id, endpoint=True)
-    budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
-    options = DraftOptions(session_id, config.client_id, request.slo_class,
-                           config.retry_timeout_s, progress=budget, cancel=cancel,
-                           on_logprobs=None if tally is None else tally.values.extend,
-                           on_prompt_logprobs=echo.take if echo.waits else None)  # fmt: skip
-    verifier, left_s = _verifier(setup, options)
-    options = dataclasses.replace(options, first_open_retry_s=left_s)
+    verifier, options = _verifier_and_options(setup, request, cancel, tally, echo)
     tracker = tracked(wrap_verifier(verifier, config))  # its sessions closed however it ends
     try:
         generate(tracker, _drafter(setup), prepared.prompt_ids, prepared.sampling, options,
@@ -259,6 +251,31 @@ def run_request(
     return Completion(echo.text + text.text, len(prepared.prompt_ids), n,
                       _finish(setup, text, committed, request),
                       echo.joined(None if tally is None else tally.whole(n)))  # fmt: skip
+
+
+def _verifier_and_options(
+    setup: EdgeSetup,
+    request: ParsedRequest,
+    cancel: threading.Event,
+    tally: LogprobTally | None,
+    echo: PromptEcho,
+) -> tuple[Any, Any]:
+    """The verifier a request's session opens on (:func:`_verifier`) and its
+    :class:`~edgespec.runtime.edge.drafter.DraftOptions`: a new endpoint session id, the
+    reconnect budget, the retry time the server's choice left, the log-probabilities'
+    and the echo's receivers."""
+    from edgespec.runtime.edge.drafter import DraftOptions
+    from edgespec.runtime.edge.progress import ProgressBudget
+
+    config = setup.config
+    session_id = new_session_id(config.client_id, endpoint=True)
+    budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
+    options = DraftOptions(session_id, config.client_id, request.slo_class,
+                           config.retry_timeout_s, progress=budget, cancel=cancel,
+                           on_logprobs=None if tally is None else tally.values.extend,
+                           on_prompt_logprobs=echo.take if echo.waits else None)  # fmt: skip
+    verifier, left_s = _verifier(setup, options)
+    return verifier, dataclasses.replace(options, first_open_retry_s=left_s)
 
 
 def _finish(

@@ -31,6 +31,9 @@ def longest_token_chars(tokenizer: Any) -> int:
     return max(CHARS_PER_TOKEN, max((len(str(entry)) for entry in entries), default=0))
 
 
+MAX_PROMPTS = 16
+"""The most prompts one ``/v1/completions`` request batches (:mod:`.prompt_batch`)."""
+
 ROLES = ("system", "user", "assistant")
 """The chat roles the endpoint takes (tools and their results are refused)."""
 ROLE_ALIASES = {"developer": "system"}
@@ -157,8 +160,8 @@ def parse_prompt(
         and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in prompt)
     ):
         return tuple(prompt)
-    raise invalid("prompt must be a string or a non-empty list of token ids (one prompt "
-                  f"per request), got {shown(prompt)}", param="prompt")  # fmt: skip
+    raise invalid("prompt must be a string or a non-empty list of token ids, or a list of at "
+                  f"most {MAX_PROMPTS} of those, got {shown(prompt)}", param="prompt")  # fmt: skip
 
 
 def is_chat(prompt: Prompt) -> bool:

@@ -216,8 +216,8 @@ def test_an_empty_stop_list_is_no_stop(api: ApiThread) -> None:
     [
         ("best_of", "x" * 3000, 'best_of: "' + "x" * 78 + "… is not supported (only null or 1)"),
         ("prompt", {"k": "y" * 3000},
-         "prompt must be a string or a non-empty list of token ids (one prompt per request), "
-         'got {"k": "' + "y" * 72 + "…"),
+         "prompt must be a string or a non-empty list of token ids, or a list of at most 16 of "
+         'those, got {"k": "' + "y" * 72 + "…"),
         ("x" * 3000, 1, 'unknown field "' + "x" * 78 + "…: this endpoint does not apply it, "
          "so it refuses it (it ignores only metadata, store, user)"),
     ],

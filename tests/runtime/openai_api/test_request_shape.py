@@ -100,7 +100,7 @@ def test_oversized_body_is_413_and_long_prompt_400(api: ApiThread) -> None:
         ("stop", ["a", "b", "c", "d", "e"], "stop"),
         ("n", 17, "n"),
         ("seed", -1, "seed"),
-        ("prompt", ["w1", "w2"], "prompt"),
+        ("prompt", ["w1", 5], "prompt"),  # a batch of prompts, its second none
         ("prompt", [99], "prompt"),
         ("edgespec", {"window": "nonesuch"}, "edgespec.window"),
         ("edgespec", {"slo": "x"}, "edgespec"),
