@@ -43,6 +43,8 @@ speculative decoding against the verification server(s).
   tokens' log-probabilities when asked;
 * :mod:`.choices` — a request's ``n`` choices, generated in turn, each its own session
   and seed;
+* :mod:`.tokenizer_routes` — vLLM's ``/tokenize``, ``/detokenize`` and
+  ``/tokenizer_info`` with the endpoint's tokenizer;
 * :mod:`.prompt_batch` — a list of prompts on ``/v1/completions``: each parsed and
   checked as a request, their choices in turn, an error naming the prompt's place;
 * :mod:`.generation`, :mod:`.session_tracker`, :mod:`.text`, :mod:`.streaming` — one

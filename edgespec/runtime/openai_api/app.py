@@ -1,6 +1,7 @@
 """The FastAPI app: ``/v1/models`` (and ``/v1/models/{id}``), ``/v1/completions``,
 ``/v1/chat/completions``, ``/health``, ``/ready`` (:mod:`.health`), ``/metrics`` (the GET
-routes answer HEAD too); every refusal an OpenAI error body (:mod:`.errors`)."""
+routes answer HEAD too), vLLM's tokenizer routes (:mod:`.tokenizer_routes`); every
+refusal an OpenAI error body (:mod:`.errors`)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from edgespec.runtime.openai_api.errors import (
     clip,
     from_request_error,
     json_response,
-    shown,
+    unknown_model,
 )
 from edgespec.runtime.openai_api.generation import EdgeSetup, PreparedRequest, prepare
 from edgespec.runtime.openai_api.health import Health
@@ -40,6 +41,7 @@ from edgespec.runtime.openai_api.responses import Shape, model_entry, model_list
 from edgespec.runtime.openai_api.schema import Defaults, Limits, ParsedRequest, decode_body
 from edgespec.runtime.openai_api.server_watch import ServerWatch
 from edgespec.runtime.openai_api.streaming import Item, Running, Work, sse
+from edgespec.runtime.openai_api.tokenizer_routes import add_tokenizer_routes
 from edgespec.runtime.openai_api.tokenizing import TOKENIZE_QUEUE_PROMPTS, PromptLine, run_holding
 
 LOG = logging.getLogger(__name__)
@@ -116,12 +118,6 @@ async def _body(request: Request, limits: Limits) -> dict[str, Any]:
     return decode_body(await read_body(request, limits.max_body_bytes))
 
 
-def _unknown_model(name: str, model_id: str) -> ApiError:
-    return ApiError(404, f"the model {shown(name)} does not exist; this endpoint serves "
-                    f"{shown(model_id)} (see /v1/models)", param="model",
-                    code="model_not_found")  # fmt: skip
-
-
 async def _prepared(
     request: Request, setup: EdgeSetup, api: ApiConfig, parsed: ParsedRequest, line: PromptLine
 ) -> PreparedRequest:
@@ -141,7 +137,7 @@ async def _complete(
     batch = parse_requests(body, chat, api.defaults, api.limits)  # a request per prompt
     parsed = batch[0]
     if parsed.model != api.model_id:
-        raise _unknown_model(parsed.model, api.model_id)
+        raise unknown_model(parsed.model, api.model_id)
     prepared = []
     for index, one in enumerate(batch):
         try:
@@ -267,7 +263,7 @@ def build_app(
     @app.api_route("/v1/models/{name:path}", methods=list(READ_METHODS))
     async def model(name: str) -> JSONResponse:
         if name != api.model_id:
-            return error_response(_unknown_model(name, api.model_id))
+            return error_response(unknown_model(name, api.model_id))
         return JSONResponse(model_entry(api.model_id, created))
 
     @app.api_route("/health", methods=list(READ_METHODS))
@@ -282,6 +278,8 @@ def build_app(
     async def metrics() -> Response:
         text = admission.metrics() + prompts.metrics() + await health.metrics()
         return Response(text, media_type="text/plain; version=0.0.4")
+
+    add_tokenizer_routes(app, setup, api.model_id, api.limits, prompts, error_response)
 
     @app.post("/v1/completions")
     async def completions(request: Request) -> Response:

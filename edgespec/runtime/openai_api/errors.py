@@ -74,6 +74,13 @@ def json_response(error: ApiError, headers: Mapping[str, str] | None = None) -> 
                         headers={**error.headers(), **(headers or {})})  # fmt: skip
 
 
+def unknown_model(name: str, model_id: str) -> ApiError:
+    """A 404: ``name`` is not ``model_id``, the one model the endpoint serves."""
+    return ApiError(404, f"the model {shown(name)} does not exist; this endpoint serves "
+                    f"{shown(model_id)} (see /v1/models)", param="model",
+                    code="model_not_found")  # fmt: skip
+
+
 def invalid(message: str, param: str | None = None, code: str | None = None) -> ApiError:
     """A 400 ``invalid_request_error`` about ``param``."""
     return ApiError(400, message, param=param, code=code)

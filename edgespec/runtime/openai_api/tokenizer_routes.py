@@ -1,0 +1,140 @@
+"""vLLM's tokenizer routes, with the endpoint's tokenizer (the target's vocabulary):
+``GET /tokenizer_info`` (its special tokens, chat template and the target's context),
+``POST /tokenize`` (``prompt`` text, ``add_special_tokens`` as vLLM's, default true; or
+chat ``messages`` rendered as a chat request's are) and ``POST /detokenize``
+(``tokens``). lm-evaluation-harness's ``local-completions`` finds them and tokenizes
+through the endpoint, so a client needs no copy of the tokenizer. Bodies are bounded as
+a completion's (``Limits``): text and messages as a prompt before tokenizing, waiting in
+the same line for the tokenizer (:mod:`.tokenizing`); ``tokens`` at most a prompt and a
+completion's worth, each in the vocabulary. Another field is a 400 naming it; a
+``model`` other than the served one a 404."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+from edgespec.runtime.openai_api.body import check_content_type, read_body
+from edgespec.runtime.openai_api.errors import invalid, shown, unknown_model
+from edgespec.runtime.openai_api.generation import EdgeSetup
+from edgespec.runtime.openai_api.messages import parse_prompt, prompt_size
+from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK, check_vocabulary, prompt_ids
+from edgespec.runtime.openai_api.schema import Limits, decode_body
+from edgespec.runtime.openai_api.tokenizing import PromptLine, run_holding
+
+TOKENIZE_FIELDS = frozenset({"model", "prompt", "messages", "add_special_tokens"})
+DETOKENIZE_FIELDS = frozenset({"model", "tokens"})
+
+
+def tokenizer_info(setup: EdgeSetup) -> dict[str, Any]:
+    """``/tokenizer_info``: the tokenizer's class, special tokens and chat template (the
+    family's when the tokenizer has none), the target's context (``null`` unknown)."""
+    tokenizer = setup.tokenizer
+    info: dict[str, Any] = {"tokenizer_class": type(tokenizer).__name__}
+    for name in ("bos_token", "eos_token", "pad_token", "unk_token"):
+        token = getattr(tokenizer, name, None)
+        info[name] = token if isinstance(token, str) else None
+    info["chat_template"] = getattr(tokenizer, "chat_template", None)
+    info["model_max_length"] = setup.max_context_tokens
+    return info
+
+
+def _checked(body: Mapping[str, Any], fields: frozenset[str], model_id: str) -> None:
+    if unknown := sorted(set(body) - fields):
+        raise invalid(f"unknown field {shown(unknown[0])}: this route takes "
+                      f"{', '.join(sorted(fields))}", param=unknown[0],
+                      code="unknown_parameter")  # fmt: skip
+    model = body.get("model", model_id)
+    if model != model_id:
+        raise unknown_model(model if isinstance(model, str) else shown(model), model_id)
+
+
+def is_chat(body: Mapping[str, Any]) -> bool:
+    """Whether ``/tokenize``'s ``body`` gives chat ``messages`` (else ``prompt`` text)."""
+    chat = "messages" in body
+    if chat == ("prompt" in body):
+        raise invalid("give prompt (text) or messages (chat), one of them", param="prompt")
+    return chat
+
+
+def tokenize_ids(setup: EdgeSetup, body: Mapping[str, Any], limits: Limits) -> list[int]:
+    """``/tokenize``'s ids of a checked ``body`` (call it holding the tokenizer's turn)."""
+    chat = is_chat(body)
+    prompt = parse_prompt(body, chat, limits.max_prompt_tokens, limits.chars_per_token)
+    if chat:
+        return list(prompt_ids(setup.tokenizer, setup.special_ids, prompt, setup.vocab_size,
+                               limits))  # fmt: skip
+    if not isinstance(prompt, str):
+        raise invalid(f"prompt must be a string here, got {shown(body['prompt'])}",
+                      param="prompt")  # fmt: skip
+    special = body.get("add_special_tokens", True)
+    if not isinstance(special, bool):
+        raise invalid(f"add_special_tokens must be a boolean, got {shown(special)}",
+                      param="add_special_tokens")  # fmt: skip
+    with TOKENIZER_LOCK:
+        return list(setup.tokenizer(prompt, add_special_tokens=special)["input_ids"])
+
+
+def detokenized(setup: EdgeSetup, body: Mapping[str, Any], limits: Limits) -> str:
+    """``/detokenize``'s text of a checked ``body``'s ``tokens``."""
+    tokens = body.get("tokens")
+    most = limits.max_prompt_tokens + limits.max_tokens
+    if isinstance(tokens, list) and len(tokens) > most:
+        raise invalid(f"tokens holds {len(tokens)} ids, over the limit of {most} (a prompt "
+                      "and a completion)", param="tokens")  # fmt: skip
+    if not isinstance(tokens, list) or not all(
+        isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in tokens
+    ):
+        raise invalid(f"tokens must be a list of token ids, got {shown(tokens)}",
+                      param="tokens")  # fmt: skip
+    check_vocabulary(tokens, setup.vocab_size, "tokens", "tokens")
+    with TOKENIZER_LOCK:
+        return str(setup.tokenizer.decode(tokens))
+
+
+def add_tokenizer_routes(
+    app: FastAPI,
+    setup: EdgeSetup,
+    model_id: str,
+    limits: Limits,
+    line: PromptLine,
+    error_response: Callable[[BaseException], Response],
+) -> None:
+    """The three routes on ``app``; a refusal answered by ``error_response``."""
+
+    async def _body(request: Request, fields: frozenset[str]) -> dict[str, Any]:
+        check_content_type(request.headers.get("content-type", ""))
+        body = decode_body(await read_body(request, limits.max_body_bytes))
+        _checked(body, fields, model_id)
+        return body
+
+    @app.api_route("/tokenizer_info", methods=["GET", "HEAD"])  # as every GET route
+    async def info() -> JSONResponse:
+        return JSONResponse(tokenizer_info(setup))
+
+    @app.post("/tokenize")
+    async def tokenize(request: Request) -> Response:
+        try:
+            body = await _body(request, TOKENIZE_FIELDS)
+            size = prompt_size(parse_prompt(body, is_chat(body), limits.max_prompt_tokens,
+                                            limits.chars_per_token))  # fmt: skip
+            await line.acquire(size)
+            ids = await run_holding(line, partial(tokenize_ids, setup, body, limits))
+        except Exception as exc:
+            return error_response(exc)
+        return JSONResponse({"count": len(ids), "max_model_len": setup.max_context_tokens,
+                             "tokens": ids, "token_strs": None})  # fmt: skip
+
+    @app.post("/detokenize")
+    async def detokenize(request: Request) -> Response:
+        try:
+            body = await _body(request, DETOKENIZE_FIELDS)
+            text = await asyncio.to_thread(detokenized, setup, body, limits)
+        except Exception as exc:
+            return error_response(exc)
+        return JSONResponse({"prompt": text})
