@@ -2,7 +2,8 @@
 ``GET /tokenizer_info`` (its special tokens, chat template and the target's context),
 ``POST /tokenize`` (``prompt`` text, ``add_special_tokens`` as vLLM's, default true; or
 chat ``messages`` rendered as a chat request's are) and ``POST /detokenize``
-(``tokens``). lm-evaluation-harness's ``local-completions`` finds them and tokenizes
+(``tokens``); ``return_token_strs`` gives each id's token as the vocabulary spells it.
+lm-evaluation-harness's ``local-completions`` finds them and tokenizes
 through the endpoint, so a client needs no copy of the tokenizer. Bodies are bounded as
 a completion's (``Limits``): text and messages as a prompt before tokenizing, waiting in
 the same line for the tokenizer (:mod:`.tokenizing`); ``tokens`` at most a prompt and a
@@ -27,7 +28,9 @@ from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK, check_vocabulary
 from edgespec.runtime.openai_api.schema import Limits, decode_body
 from edgespec.runtime.openai_api.tokenizing import PromptLine, run_holding
 
-TOKENIZE_FIELDS = frozenset({"model", "prompt", "messages", "add_special_tokens"})
+TOKENIZE_FIELDS = frozenset(
+    {"model", "prompt", "messages", "add_special_tokens", "return_token_strs"}
+)
 DETOKENIZE_FIELDS = frozenset({"model", "tokens"})
 
 
@@ -72,12 +75,22 @@ def tokenize_ids(setup: EdgeSetup, body: Mapping[str, Any], limits: Limits) -> l
     if not isinstance(prompt, str):
         raise invalid(f"prompt must be a string here, got {shown(body['prompt'])}",
                       param="prompt")  # fmt: skip
-    special = body.get("add_special_tokens", True)
-    if not isinstance(special, bool):
-        raise invalid(f"add_special_tokens must be a boolean, got {shown(special)}",
-                      param="add_special_tokens")  # fmt: skip
+    special = _flag(body, "add_special_tokens", True)
     with TOKENIZER_LOCK:
         return list(setup.tokenizer(prompt, add_special_tokens=special)["input_ids"])
+
+
+def _flag(body: Mapping[str, Any], name: str, default: bool) -> bool:
+    value = body.get(name, default)
+    if not isinstance(value, bool):
+        raise invalid(f"{name} must be a boolean, got {shown(value)}", param=name)
+    return value
+
+
+def token_strs(setup: EdgeSetup, ids: list[int]) -> list[str]:
+    """Each of ``ids``' token as the vocabulary spells it (``convert_ids_to_tokens``)."""
+    with TOKENIZER_LOCK:
+        return [str(t) for t in setup.tokenizer.convert_ids_to_tokens(ids)]
 
 
 def detokenized(setup: EdgeSetup, body: Mapping[str, Any], limits: Limits) -> str:
@@ -125,10 +138,11 @@ def add_tokenizer_routes(
                                             limits.chars_per_token))  # fmt: skip
             await line.acquire(size)
             ids = await run_holding(line, partial(tokenize_ids, setup, body, limits))
+            strs = token_strs(setup, ids) if _flag(body, "return_token_strs", False) else None
         except Exception as exc:
             return error_response(exc)
         return JSONResponse({"count": len(ids), "max_model_len": setup.max_context_tokens,
-                             "tokens": ids, "token_strs": None})  # fmt: skip
+                             "tokens": ids, "token_strs": strs})  # fmt: skip
 
     @app.post("/detokenize")
     async def detokenize(request: Request) -> Response:

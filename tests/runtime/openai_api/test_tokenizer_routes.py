@@ -72,6 +72,8 @@ def test_tokenize_and_detokenize(api: ApiThread) -> None:
     assert plain == {"count": 4, "max_model_len": 40, "tokens": [1, 5, 6, 7], "token_strs": None}
     bare = _json(api, "/tokenize", {"prompt": "w5 w6 w7", "add_special_tokens": False})
     assert bare["tokens"] == [5, 6, 7]
+    spelt = _json(api, "/tokenize", {"prompt": "w5 w6", "return_token_strs": True})
+    assert spelt["token_strs"] == ["<bos>", "w5", "w6"]
     assert _json(api, "/tokenize", {"prompt": "test", "add_special_tokens": False})["tokens"] == [0]
     messages = [{"role": "user", "content": "w5 w6"}]
     chat = _json(api, "/tokenize", {"model": MODEL, "messages": messages})
@@ -83,7 +85,9 @@ def test_tokenize_and_detokenize(api: ApiThread) -> None:
 REFUSALS = [
     ("/tokenize", {"prompt": "w1", "add_generation_prompt": True}, 400,
      "add_generation_prompt", "unknown field \"add_generation_prompt\": this route takes "
-     "add_special_tokens, messages, model, prompt"),
+     "add_special_tokens, messages, model, prompt, return_token_strs"),
+    ("/tokenize", {"prompt": "w1", "return_token_strs": "yes"}, 400, "return_token_strs",
+     'return_token_strs must be a boolean, got "yes"'),
     ("/tokenize", {"prompt": "w1", "model": "gpt-9"}, 404, "model",
      "the model \"gpt-9\" does not exist; this endpoint serves \"tiny\" (see /v1/models)"),
     ("/tokenize", {"prompt": "w1", "messages": []}, 400, "prompt",
