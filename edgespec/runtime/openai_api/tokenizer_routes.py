@@ -13,19 +13,18 @@ completion's worth, each in the vocabulary. Another field is a 400 naming it; a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from edgespec.runtime.openai_api.body import check_content_type, read_body
 from edgespec.runtime.openai_api.errors import invalid, shown, unknown_model
 from edgespec.runtime.openai_api.generation import EdgeSetup
-from edgespec.runtime.openai_api.messages import parse_prompt, prompt_size
+from edgespec.runtime.openai_api.messages import Prompt, parse_prompt, prompt_size
 from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK, check_vocabulary, prompt_ids
-from edgespec.runtime.openai_api.schema import Limits, decode_body
+from edgespec.runtime.openai_api.schema import Limits
 from edgespec.runtime.openai_api.tokenizing import PromptLine, run_holding
 
 TOKENIZE_FIELDS = frozenset(
@@ -65,19 +64,26 @@ def is_chat(body: Mapping[str, Any]) -> bool:
     return chat
 
 
-def tokenize_ids(setup: EdgeSetup, body: Mapping[str, Any], limits: Limits) -> list[int]:
-    """``/tokenize``'s ids of a checked ``body`` (call it holding the tokenizer's turn)."""
+def tokenize_prompt(body: Mapping[str, Any], limits: Limits) -> Prompt:
+    """``/tokenize``'s ``prompt`` text or chat ``messages``, bounded as a request's."""
     chat = is_chat(body)
     prompt = parse_prompt(body, chat, limits.max_prompt_tokens, limits.chars_per_token)
-    if chat:
-        return list(prompt_ids(setup.tokenizer, setup.special_ids, prompt, setup.vocab_size,
-                               limits))  # fmt: skip
-    if not isinstance(prompt, str):
+    if not chat and not isinstance(prompt, str):
         raise invalid(f"prompt must be a string here, got {shown(body['prompt'])}",
                       param="prompt")  # fmt: skip
-    special = _flag(body, "add_special_tokens", True)
+    return prompt
+
+
+def tokenize_ids(
+    setup: EdgeSetup, prompt: Prompt, add_special_tokens: bool, limits: Limits
+) -> list[int]:
+    """``prompt``'s ids (call it holding the tokenizer's turn): text as the tokenizer
+    splits it, chat messages as a chat request's are rendered."""
+    if not isinstance(prompt, str):
+        return list(prompt_ids(setup.tokenizer, setup.special_ids, prompt, setup.vocab_size,
+                               limits))  # fmt: skip
     with TOKENIZER_LOCK:
-        return list(setup.tokenizer(prompt, add_special_tokens=special)["input_ids"])
+        return list(setup.tokenizer(prompt, add_special_tokens=add_special_tokens)["input_ids"])
 
 
 def _flag(body: Mapping[str, Any], name: str, default: bool) -> bool:
@@ -116,13 +122,14 @@ def add_tokenizer_routes(
     model_id: str,
     limits: Limits,
     line: PromptLine,
+    read_json: Callable[[Request, Limits], Awaitable[dict[str, Any]]],
     error_response: Callable[[BaseException], Response],
 ) -> None:
-    """The three routes on ``app``; a refusal answered by ``error_response``."""
+    """The three routes on ``app``: a body read by ``read_json`` (the completions'
+    reader), a refusal answered by ``error_response``."""
 
     async def _body(request: Request, fields: frozenset[str]) -> dict[str, Any]:
-        check_content_type(request.headers.get("content-type", ""))
-        body = decode_body(await read_body(request, limits.max_body_bytes))
+        body = await read_json(request, limits)
         _checked(body, fields, model_id)
         return body
 
@@ -134,11 +141,12 @@ def add_tokenizer_routes(
     async def tokenize(request: Request) -> Response:
         try:
             body = await _body(request, TOKENIZE_FIELDS)
-            size = prompt_size(parse_prompt(body, is_chat(body), limits.max_prompt_tokens,
-                                            limits.chars_per_token))  # fmt: skip
-            await line.acquire(size)
-            ids = await run_holding(line, partial(tokenize_ids, setup, body, limits))
-            strs = token_strs(setup, ids) if _flag(body, "return_token_strs", False) else None
+            prompt = tokenize_prompt(body, limits)
+            special = _flag(body, "add_special_tokens", True)
+            spelt = _flag(body, "return_token_strs", False)
+            await line.acquire(prompt_size(prompt))
+            ids = await run_holding(line, partial(tokenize_ids, setup, prompt, special, limits))
+            strs = token_strs(setup, ids) if spelt else None
         except Exception as exc:
             return error_response(exc)
         return JSONResponse({"count": len(ids), "max_model_len": setup.max_context_tokens,
