@@ -44,7 +44,7 @@ def repetition_penalty_problem(value: float) -> str | None:
 
 def penalize_rows(
     rows: npt.NDArray[np.float32],
-    context: Sequence[int],
+    context: Sequence[int] | npt.NDArray[np.intp],
     num_prompt_tokens: int,
     paths: Sequence[Sequence[int]],
     repetition: float,

@@ -16,6 +16,7 @@ from edgespec.models.feature_draft import (
     target_rows,
 )
 from edgespec.models.registry import FEATURE_DRAFT_MARKER
+from edgespec.runtime.backends.draft_shaping import DraftShaping
 from edgespec.runtime.backends.feature_draft import FeatureDraft
 from tests.models.tiny import VOCAB, tiny_target
 
@@ -186,3 +187,19 @@ def test_a_disk_that_fills_as_the_marker_is_written_leaves_no_marker(
         save_feature_draft(_net(), tmp_path / "d")
     assert caught.value.filename == str(tmp_path / "d" / FEATURE_DRAFT_MARKER)
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["model.safetensors"]
+
+
+def test_a_requests_shaping_is_made_on_the_heads_kept_columns() -> None:
+    """A bias on kept token 20 wins every step, one on token 1 (not kept) is left out; a
+    top-1 cut makes the sampled q one-hot at the head's argmax."""
+    net = _net()
+    ids, feats = _sequence(10, seed=5)
+    drafter = FeatureDraft(net)
+    drafter.observe_target_hidden(0, feats[:9].numpy())
+    rng = np.random.default_rng(0)
+    plain = drafter.propose(ids, 3, 0.0, rng).token_ids
+    biased = DraftShaping(len(ids), logit_bias=((1, 100.0), (20, 100.0)))
+    assert drafter.propose(ids, 3, 0.0, rng, biased).token_ids == (20, 20, 20) != plain
+    sampled = drafter.propose(ids, 1, 1.0, rng, DraftShaping(len(ids), top_k=1))
+    assert sampled.token_ids == plain[:1]
+    assert sampled.probs is not None and sampled.probs[0, plain[0]] == 1.0

@@ -35,15 +35,22 @@ def penalized(
 
 
 def penalized_greedy(
-    target: TargetBackend, prompt: tuple[int, ...], penalties: Penalties, n: int
+    target: TargetBackend,
+    prompt: tuple[int, ...],
+    penalties: Penalties,
+    n: int,
+    bias: tuple[tuple[int, float], ...] = (),
 ) -> tuple[int, ...]:
-    """Target-only greedy decoding of the penalized rows, ``n`` tokens (EOS not checked)."""
+    """Target-only greedy decoding of the penalized rows (``bias`` (token, bias) pairs added
+    first), ``n`` tokens (EOS not checked)."""
     kv, kv_len, seq = None, 0, list(prompt)
     pending: tuple[int, ...] = prompt
     for _ in range(n):
         out = target.forward([ForwardItem(kv, kv_len, pending, 1)])[0]
         kv, kv_len = out.kv, kv_len + len(pending)
         row = np.array(out.rows.host()[-1], dtype=np.float32)
+        for token, value in bias:
+            row[token] += np.float32(value)
         seq.append(int(np.argmax(penalized(row, seq, len(prompt), penalties))))
         pending = (seq[-1],)
     return tuple(seq[len(prompt) :])

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from edgespec.core.types import VerifyResult
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.runtime.backends.base import DraftProposal
+from edgespec.runtime.backends.draft_shaping import DraftShaping
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     FusedCall,
@@ -68,7 +69,12 @@ class Drafter:
         self._wants = wants_hidden
 
     def propose(
-        self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
+        self,
+        context: Sequence[int],
+        gamma: int,
+        temperature: float,
+        rng: np.random.Generator,
+        shaping: DraftShaping | None = None,
     ) -> DraftProposal:
         self.clock.t += DRAFT_S
         self.gammas.append(gamma)

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from edgespec.core.tree import tree_problem
 from edgespec.policies.stop_drafting import DraftStopPolicy
+from edgespec.runtime.backends.draft_shaping import DraftShaping
 from edgespec.runtime.backends.logit_rows import LogitRows
 
 KVState = Any
@@ -152,7 +153,10 @@ class DraftBackend(Protocol):
     """A drafter: proposes ``gamma`` tokens after ``context`` (all committed tokens).
 
     It may keep its own cache across calls; ``context`` always starts with the tokens
-    of the previous call's context (the committed sequence only grows).
+    of the previous call's context (the committed sequence only grows). ``shaping``: the
+    request's bias, penalties and cuts to make on its rows before choosing
+    (:mod:`.draft_shaping`); a drafter without rows (prompt lookup) or drafting greedily
+    from its top candidates (a token tree) may propose as without it.
 
     A drafter that can end a block at a stop predictor's first predicted rejection
     (:mod:`edgespec.policies.stop_drafting`) is also a :class:`StoppingDraftBackend`; the
@@ -165,6 +169,7 @@ class DraftBackend(Protocol):
         gamma: int,
         temperature: float,
         rng: np.random.Generator,
+        shaping: DraftShaping | None = None,
     ) -> DraftProposal: ...
 
     def reset(self) -> None:
@@ -188,6 +193,7 @@ class StoppingDraftBackend(DraftBackend, Protocol):
         temperature: float,
         rng: np.random.Generator,
         stop: DraftStopPolicy,
+        shaping: DraftShaping | None = None,
     ) -> DraftProposal:
         """:meth:`propose` with K_max = ``gamma``, following the call order of
         :class:`~edgespec.policies.stop_drafting.DraftStopPolicy`: after each draft forward
@@ -232,12 +238,15 @@ def propose_block(
     temperature: float,
     rng: np.random.Generator,
     stop: DraftStopPolicy | None = None,
+    shaping: DraftShaping | None = None,
 ) -> DraftProposal:
     """``drafter``'s block after ``context``: :meth:`DraftBackend.propose` without ``stop``
     (unchanged), :meth:`StoppingDraftBackend.propose_until_stop` with it."""
     if stop is None:
-        return drafter.propose(context, gamma, temperature, rng)
-    return stopping_drafter(drafter).propose_until_stop(context, gamma, temperature, rng, stop)
+        return drafter.propose(context, gamma, temperature, rng, shaping)
+    return stopping_drafter(drafter).propose_until_stop(
+        context, gamma, temperature, rng, stop, shaping
+    )
 
 
 def stopping_drafter(drafter: DraftBackend) -> StoppingDraftBackend:

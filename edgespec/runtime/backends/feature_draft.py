@@ -20,6 +20,7 @@ import torch
 
 from edgespec.models.feature_draft import FeatureDraftNet
 from edgespec.runtime.backends.base import DraftProposal, common_prefix_length
+from edgespec.runtime.backends.draft_shaping import DraftShaping, TokenColumns
 from edgespec.runtime.backends.ngram import suffix_match_next
 from edgespec.runtime.sampling import draft_sample, logits_to_probs
 
@@ -41,6 +42,7 @@ class FeatureDraft:
         self._device = net.head_rows.device
         self._lookup, self._max_ngram, self._min_ngram = lookup, max_ngram, min_ngram
         self.last_logits: npt.NDArray[np.float32] | None = None
+        self._token_columns: TokenColumns | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -131,7 +133,12 @@ class FeatureDraft:
 
     @torch.inference_mode()
     def propose(
-        self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
+        self,
+        context: Sequence[int],
+        gamma: int,
+        temperature: float,
+        rng: np.random.Generator,
+        shaping: DraftShaping | None = None,
     ) -> DraftProposal:
         if not context:
             raise ValueError("draft context must hold at least one token")
@@ -150,7 +157,7 @@ class FeatureDraft:
             for step in range(gamma):
                 logits = net.head_logits(prediction).cpu()  # K logits: the verdict's rows
                 logit_rows.append(logits.numpy().astype(np.float32))
-                token = self._choose(logits, seq, temperature, rng, prob_rows)
+                token = self._choose(logits, seq, temperature, rng, prob_rows, shaping)
                 tokens.append(token)
                 seq.append(token)
                 if step == gamma - 1:
@@ -171,13 +178,19 @@ class FeatureDraft:
         temperature: float,
         rng: np.random.Generator,
         prob_rows: list[npt.NDArray[np.float32]],
+        shaping: DraftShaping | None,
     ) -> int:
+        """The token drafted after ``seq`` from the head's K ``logits`` (shaped by
+        ``shaping`` when given); a sampled token's q is added to ``prob_rows``."""
+        row = logits.numpy()
         if temperature > 0:
+            probs = (
+                logits_to_probs(row[None, :], temperature)[0]
+                if shaping is None
+                else shaping.probs(row, seq, temperature, self._columns())
+            )
             token, q = draft_sample(
-                logits_to_probs(logits.numpy()[None, :], temperature)[0],
-                rng,
-                self._net.config.target_vocab_size,
-                self._net.draft_to_target.cpu().numpy(),
+                probs, rng, self._net.config.target_vocab_size, self._columns().target_ids
             )
             prob_rows.append(q)
             return token
@@ -185,4 +198,12 @@ class FeatureDraft:
             looked_up = suffix_match_next(seq, self._max_ngram, self._min_ngram)
             if looked_up is not None:
                 return looked_up
+        if shaping is not None and shaping.moves_logits:
+            return int(self._columns().target_ids[shaping.argmax(row, seq, self._columns())])
         return int(self._net.draft_to_target[int(torch.argmax(logits))])
+
+    def _columns(self) -> TokenColumns:
+        """The target id of each of the head's K columns (built at the first use)."""
+        if self._token_columns is None:
+            self._token_columns = TokenColumns.of(self._net.draft_to_target.cpu().numpy())
+        return self._token_columns

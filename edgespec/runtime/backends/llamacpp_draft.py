@@ -23,6 +23,7 @@ import numpy.typing as npt
 from edgespec.core.features import stop_features
 from edgespec.policies.stop_drafting import DraftStopPolicy, checked_keep_mask
 from edgespec.runtime.backends.base import DraftProposal, common_prefix_length
+from edgespec.runtime.backends.draft_shaping import DraftShaping
 from edgespec.runtime.backends.llamacpp_context import LlamaContext, LlamaCppSettings
 from edgespec.runtime.backends.ngram import suffix_match_next
 from edgespec.runtime.sampling import draft_sample, logits_to_probs
@@ -83,9 +84,14 @@ class LlamaCppDraft:
         return None
 
     def propose(
-        self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
+        self,
+        context: Sequence[int],
+        gamma: int,
+        temperature: float,
+        rng: np.random.Generator,
+        shaping: DraftShaping | None = None,
     ) -> DraftProposal:
-        return self._chain(context, gamma, temperature, rng, None)
+        return self._chain(context, gamma, temperature, rng, None, shaping)
 
     def propose_until_stop(
         self,
@@ -94,8 +100,9 @@ class LlamaCppDraft:
         temperature: float,
         rng: np.random.Generator,
         stop: DraftStopPolicy,
+        shaping: DraftShaping | None = None,
     ) -> DraftProposal:
-        return self._chain(context, gamma, temperature, rng, stop)
+        return self._chain(context, gamma, temperature, rng, stop, shaping)
 
     def _sync(self, context: Sequence[int]) -> list[int]:
         """Trim the sequence to the longest common prefix with ``context`` (keeping one token
@@ -116,12 +123,23 @@ class LlamaCppDraft:
 
     def _next(
         self, seq: Sequence[int], row: npt.NDArray[np.float32], temperature: float,
-        rng: np.random.Generator,
+        rng: np.random.Generator, shaping: DraftShaping | None,
     ) -> tuple[int, npt.NDArray[np.float32] | None]:  # fmt: skip
+        """The token drafted after ``seq`` from ``row`` (shaped by ``shaping`` when given)
+        and its q (``None`` when greedy)."""
         if temperature > 0:
-            return draft_sample(logits_to_probs(row[None, :], temperature)[0], rng, self._vocab)
+            probs = (
+                logits_to_probs(row[None, :], temperature)[0]
+                if shaping is None
+                else shaping.probs(row, seq, temperature)
+            )
+            return draft_sample(probs, rng, self._vocab)
         looked_up = suffix_match_next(seq, 8, 2) if self._lookup else None
-        return (int(np.argmax(row)) if looked_up is None else looked_up), None
+        if looked_up is not None:
+            return looked_up, None
+        if shaping is not None and shaping.moves_logits:
+            return shaping.argmax(row, seq), None
+        return int(np.argmax(row)), None
 
     def _chain(
         self,
@@ -130,6 +148,7 @@ class LlamaCppDraft:
         temperature: float,
         rng: np.random.Generator,
         stop: DraftStopPolicy | None,
+        shaping: DraftShaping | None,
     ) -> DraftProposal:
         if not context:
             raise ValueError("draft context must hold at least one token")
@@ -150,7 +169,7 @@ class LlamaCppDraft:
             passes += 1
             if stop is not None and not checked_keep_mask(stop, stop_features(row))[0]:
                 break
-            token, probs = self._next(seq, row, temperature, rng)
+            token, probs = self._next(seq, row, temperature, rng, shaping)
             if probs is not None:
                 rows.append(probs)
             tokens.append(token)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgespec.runtime.backends.base import DraftProposal
+from edgespec.runtime.backends.draft_shaping import DraftShaping
 
 
 def suffix_match_next(seq: Sequence[int], max_ngram: int, min_ngram: int) -> int | None:
@@ -42,7 +43,12 @@ class NgramDrafter:
         """Stateless: nothing to forget."""
 
     def propose(
-        self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
+        self,
+        context: Sequence[int],
+        gamma: int,
+        temperature: float,
+        rng: np.random.Generator,
+        shaping: DraftShaping | None = None,
     ) -> DraftProposal:
         if not context:
             raise ValueError("draft context must hold at least one token")

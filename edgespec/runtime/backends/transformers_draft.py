@@ -39,6 +39,7 @@ import torch
 from edgespec.core.features import stop_features
 from edgespec.policies.stop_drafting import DraftStopPolicy, checked_keep_mask
 from edgespec.runtime.backends.base import DraftProposal, common_prefix_length, stopping_drafter
+from edgespec.runtime.backends.draft_shaping import DraftShaping, TokenColumns
 from edgespec.runtime.backends.ngram import suffix_match_next
 from edgespec.runtime.sampling import draft_sample, logits_to_probs
 
@@ -58,6 +59,7 @@ class TransformersDraft:
         self._last_logits: npt.NDArray[np.float32] | None = None
         self._hidden = False  # whether each forward returns the hidden state (return_hidden)
         self._last_hidden: npt.NDArray[np.float32] | None = None
+        self._token_columns: TokenColumns | None = None
 
     @property
     def last_logits(self) -> npt.NDArray[np.float32] | None:
@@ -147,23 +149,47 @@ class TransformersDraft:
             return int(self._model.to_target_ids(torch.tensor(index, device=self._device)))
         return index
 
-    def _sample(
-        self, row: torch.Tensor, temperature: float, rng: np.random.Generator
-    ) -> tuple[int, npt.NDArray[np.float32]]:
-        """A token drawn from the draft's distribution and that distribution (q, over the
-        target's whole vocabulary, float32)."""
-        probs = logits_to_probs(row.cpu().numpy()[None, :], temperature)[0]
+    def _columns(self, row: torch.Tensor) -> TokenColumns | None:
+        """A trimmed draft's target id per column of its ``row`` (built at the first use);
+        ``None`` for a draft over the target's ids."""
         if not self._trimmed:
+            return None
+        if self._token_columns is None:
+            every = torch.arange(row.shape[0], device=self._device)
+            self._token_columns = TokenColumns.of(self._model.to_target_ids(every).cpu().numpy())
+        return self._token_columns
+
+    def _sample(
+        self,
+        seq: Sequence[int],
+        row: torch.Tensor,
+        temperature: float,
+        rng: np.random.Generator,
+        shaping: DraftShaping | None,
+    ) -> tuple[int, npt.NDArray[np.float32]]:
+        """A token drawn from the draft's distribution after ``seq`` (shaped by ``shaping``
+        when given) and that distribution (q, over the target's whole vocabulary, float32)."""
+        host, columns = row.cpu().numpy(), self._columns(row)
+        probs = (
+            logits_to_probs(host[None, :], temperature)[0]
+            if shaping is None
+            else shaping.probs(host, seq, temperature, columns)
+        )
+        if columns is None:
             return draft_sample(probs, rng, probs.shape[0])
-        every = torch.arange(row.shape[0], device=self._device)
-        target_ids = self._model.to_target_ids(every).cpu().numpy()
-        return draft_sample(probs, rng, int(self._model.config.vocab_size), target_ids)
+        vocab_size = int(self._model.config.vocab_size)
+        return draft_sample(probs, rng, vocab_size, columns.target_ids)
 
     @torch.inference_mode()
     def propose(
-        self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
+        self,
+        context: Sequence[int],
+        gamma: int,
+        temperature: float,
+        rng: np.random.Generator,
+        shaping: DraftShaping | None = None,
     ) -> DraftProposal:
-        return self._chain(context, gamma, temperature, rng, None)
+        return self._chain(context, gamma, temperature, rng, None, shaping)
 
     @torch.inference_mode()
     def propose_until_stop(
@@ -173,12 +199,13 @@ class TransformersDraft:
         temperature: float,
         rng: np.random.Generator,
         stop: DraftStopPolicy,
+        shaping: DraftShaping | None = None,
     ) -> DraftProposal:
         """:meth:`propose`, asking ``stop`` after each draft forward (see
         :class:`~edgespec.runtime.backends.base.StoppingDraftBackend`); ``last_logits``
         then holds one row per pass, the stopped-on position's included."""
         stopping_drafter(self)  # a subclass drafting no single chain cannot stop per token
-        return self._chain(context, gamma, temperature, rng, stop)
+        return self._chain(context, gamma, temperature, rng, stop, shaping)
 
     def stop_problem(self) -> str | None:
         if type(self).propose is TransformersDraft.propose:
@@ -190,12 +217,20 @@ class TransformersDraft:
             raise ValueError("draft context must hold at least one token")
 
     def _next(
-        self, seq: Sequence[int], row: torch.Tensor, temperature: float, rng: np.random.Generator
+        self,
+        seq: Sequence[int],
+        row: torch.Tensor,
+        temperature: float,
+        rng: np.random.Generator,
+        shaping: DraftShaping | None,
     ) -> tuple[int, npt.NDArray[np.float32] | None]:
-        """The token drafted after ``seq`` from the draft's logits ``row`` there, and its q
-        (``None`` when greedy)."""
+        """The token drafted after ``seq`` from the draft's logits ``row`` there, shaped by
+        ``shaping`` when given, and its q (``None`` when greedy)."""
         if temperature > 0:
-            return self._sample(row, temperature, rng)
+            return self._sample(seq, row, temperature, rng, shaping)
+        if shaping is not None and shaping.moves_logits:
+            column = shaping.argmax(row.cpu().numpy(), seq, self._columns(row))
+            return self._to_target(column), None
         return self._to_target(int(torch.argmax(row))), None
 
     def _chain(
@@ -205,6 +240,7 @@ class TransformersDraft:
         temperature: float,
         rng: np.random.Generator,
         stop: DraftStopPolicy | None,
+        shaping: DraftShaping | None = None,
     ) -> DraftProposal:
         """Draft up to ``gamma`` tokens one forward at a time; with ``stop``, end at its
         first rejection (that position's forward is run, its token is not drafted)."""
@@ -221,7 +257,7 @@ class TransformersDraft:
             logit_rows.append(row)
             if stop is not None and not _kept(stop, row):
                 break
-            token, probs = self._next(seq, row, temperature, rng)
+            token, probs = self._next(seq, row, temperature, rng, shaping)
             if probs is not None:
                 rows.append(probs)
             if self._hidden and self._last_hidden is not None:
@@ -278,9 +314,17 @@ class HybridDraft(TransformersDraft):
         super()._check_call(context, temperature)
 
     def _next(
-        self, seq: Sequence[int], row: torch.Tensor, temperature: float, rng: np.random.Generator
+        self,
+        seq: Sequence[int],
+        row: torch.Tensor,
+        temperature: float,
+        rng: np.random.Generator,
+        shaping: DraftShaping | None,
     ) -> tuple[int, npt.NDArray[np.float32] | None]:
-        return self._lookup_or_argmax(seq, row), None
+        looked_up = suffix_match_next(seq, self._max_ngram, self._min_ngram)
+        if looked_up is not None:
+            return looked_up, None
+        return super()._next(seq, row, temperature, rng, shaping)
 
     def _lookup_or_argmax(self, seq: Sequence[int], row: torch.Tensor) -> int:
         """The token after ``seq``: prompt lookup's if it finds one, else the draft's argmax

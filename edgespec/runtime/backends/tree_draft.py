@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from edgespec.runtime.backends.base import DraftProposal
+from edgespec.runtime.backends.draft_shaping import DraftShaping
 from edgespec.runtime.backends.transformers_draft import HybridDraft
 
 
@@ -73,7 +74,12 @@ class TreeDraft(HybridDraft):
 
     @torch.inference_mode()
     def propose(
-        self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
+        self,
+        context: Sequence[int],
+        gamma: int,
+        temperature: float,
+        rng: np.random.Generator,
+        shaping: DraftShaping | None = None,
     ) -> DraftProposal:
         if temperature > 0:
             raise ValueError("TreeDraft drafts greedily (trees are verified greedily only)")

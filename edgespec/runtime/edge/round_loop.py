@@ -21,6 +21,7 @@ from edgespec.core.types import SamplingParams
 from edgespec.policies.interfaces import WindowDecision, WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.runtime.backends.base import DraftBackend
+from edgespec.runtime.backends.draft_shaping import draft_shaping
 from edgespec.runtime.edge.bounded_calls import verify_bounded
 from edgespec.runtime.edge.fused_handover import fused_handover
 from edgespec.runtime.edge.ledger import Ledger
@@ -85,7 +86,7 @@ class RoundLoop:
 
     __slots__ = ("clock", "drafter", "exchanges", "first", "ledger", "mismatches", "options",
                  "prompt", "reconnects", "replays", "resends", "resent_s", "rng",
-                 "sampling", "session_id", "verifier", "watch")  # fmt: skip
+                 "sampling", "session_id", "shaping", "verifier", "watch")  # fmt: skip
 
     def __init__(
         self,
@@ -102,6 +103,7 @@ class RoundLoop:
         self.sampling, self.options, self.clock = sampling, options, clock
         self.ledger, self.first, self.session_id = ledger, first, first.session_id
         self.rng = draft_rng(sampling.seed)
+        self.shaping = draft_shaping(sampling, len(prompt))  # the drafts' rows as the target's
         self.reconnects = 0
         self.replays = 0
         self.resends = 0
@@ -136,7 +138,7 @@ class RoundLoop:
                 self.resent_s = None
                 played = play_round(
                     self, self.drafter, self.session_id, context, gamma,
-                    self.sampling, self.rng, network_s, clock, stop, upload,
+                    self.sampling, self.rng, network_s, clock, stop, upload, self.shaping,
                 )  # fmt: skip
             except RequestError as exc:
                 decision = None  # the policy is asked again for the round that did not run

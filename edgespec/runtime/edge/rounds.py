@@ -27,6 +27,7 @@ from edgespec.runtime.backends.base import (
     DraftProposal,
     propose_block,
 )
+from edgespec.runtime.backends.draft_shaping import DraftShaping
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     DRAFT_HIDDEN,
@@ -139,16 +140,19 @@ def play_round(
     clock: Callable[[], float],
     stop: DraftStopPolicy | None = None,
     upload: str | None = None,
+    shaping: DraftShaping | None = None,
 ) -> PlayedRound:
     """Draft ``gamma`` (already capped) tokens after ``context`` and verify them;
-    ``network_s``: the last measured network time, reported with the call.
+    ``network_s``: the last measured network time, reported with the call; ``shaping``:
+    what the drafter makes of its rows, the request's
+    (:func:`~edgespec.runtime.backends.draft_shaping.draft_shaping`).
 
     ``upload`` (a semantic session's, :mod:`edgespec.runtime.edge.semantic`): ``"fh"`` sends
     the draft's hidden states of every position with the block; ``"sh"`` sends none, and
     the rows the server asks for in a follow-up call."""
     start = clock()
     proposal = (
-        propose_block(drafter, context, gamma, sampling.temperature, rng, stop)
+        propose_block(drafter, context, gamma, sampling.temperature, rng, stop, shaping)
         if gamma > 0
         else DraftProposal((), None, num_passes=None if stop is None else 0)
     )

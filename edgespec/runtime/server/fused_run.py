@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from edgespec.policies.inputs import WindowHistory
 from edgespec.runtime.backends.base import hidden_state_drafter
+from edgespec.runtime.backends.draft_shaping import draft_shaping
 from edgespec.runtime.edge.ledger import round_outcome
 from edgespec.runtime.edge.rounds import PlayedRound, capped_gamma, draft_rng, play_round
 from edgespec.runtime.errors import ErrorCode, RequestError
@@ -70,9 +71,11 @@ def _round_player(
     upload = None if start.spec.verification_rule == "exact" else "fh"
     if upload is not None:
         hidden_state_drafter(colocated).return_hidden(True)  # a fresh draft for this run
+    shaping = draft_shaping(sampling, start.spec.num_prompt_tokens)
     return lambda context, gamma: play_round(
-        verifier, colocated, session_id, context, gamma, sampling, rng, 0.0, clock, upload=upload
-    )
+        verifier, colocated, session_id, context, gamma, sampling, rng, 0.0, clock,
+        upload=upload, shaping=shaping,
+    )  # fmt: skip
 
 
 def run_fused_rounds(

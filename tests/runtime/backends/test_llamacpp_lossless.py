@@ -35,6 +35,7 @@ from edgespec.runtime.server.prefill_parts import PrefillPart
 from edgespec.runtime.wire.inprocess import speculative_generate
 from tests.runtime.conftest import start_server
 from tests.runtime.draft_draws import draw_draft
+from tests.runtime.greedy_oracles import penalized_greedy
 from tests.runtime.server.test_server import _run_clients
 
 MAX_GAMMA = 5
@@ -188,3 +189,16 @@ def test_gemma_sessions_crossing_the_sliding_window_match_target_only_decoding()
         assert all(isinstance(o, VerifyOutcome) for o in engine.verify_batch(calls))
     for i, prompt in enumerate(prompts):
         assert engine.session_tokens(f"g{i}")[len(prompt) :] == refs[i]
+
+
+def test_the_targets_own_llamacpp_draft_is_accepted_whole_under_penalties() -> None:
+    """The drafter shapes its rows as the request asks (runtime/backends/draft_shaping.py):
+    the target's own model, drafting under a repetition penalty and a bias, has every token
+    accepted (unshaped, it proposes the repeats the penalty turns the target from)."""
+    drafter = LlamaCppDraft(LlamaCppSettings(tiny_gguf(0), 1, 256, threads=1), VOCAB)
+    sampling = SamplingParams(max_new_tokens=20, repetition_penalty=2.0, frequency_penalty=1.0,
+                              logit_bias=((11, 2.0),))  # fmt: skip
+    result = speculative_generate(_target(), drafter, (1, 5, 9), 4, sampling)
+    expected = penalized_greedy(_target(), (1, 5, 9), (2.0, 1.0, 0.0), 20, ((11, 2.0),))
+    assert result.output_token_ids == expected != oracle((1, 5, 9), 20)
+    assert result.request.num_accepted == result.request.num_drafted == 16

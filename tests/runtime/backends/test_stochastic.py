@@ -1,6 +1,7 @@
 """Stochastic verification reproduces the target's sampling distribution, its rows cut by
-top-k, top-p and min-p and penalized when a request asks (the draft proposes from its own
-uncut, unpenalized rows)."""
+top-k, top-p and min-p and penalized when a request asks: a model draft proposes from its
+own rows cut and penalized alike (runtime/backends/draft_shaping.py), prompt lookup from
+point masses the cuts may have dropped from the target's rows."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from edgespec.runtime.backends.base import (
     FeatureDraftBackend,
     ForwardItem,
 )
+from edgespec.runtime.backends.draft_shaping import DraftShaping
 from edgespec.runtime.backends.padding import pass_groups
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
@@ -199,12 +200,17 @@ class RecordingFeatureDraft:
         self.observed.append((start_pos, rows.copy()))
 
     def propose(
-        self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
+        self,
+        context: Sequence[int],
+        gamma: int,
+        temperature: float,
+        rng: np.random.Generator,
+        shaping: DraftShaping | None = None,
     ) -> DraftProposal:
         if self.observed:  # the rows of all but the newest committed token came first
             start, rows = self.observed[-1]
             assert start + len(rows) == len(context) - 1
-        return self._inner.propose(context, gamma, temperature, rng)
+        return self._inner.propose(context, gamma, temperature, rng, shaping)
 
     def reset(self) -> None:
         self._inner.reset()

@@ -17,6 +17,7 @@ from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision
 from edgespec.runtime.backends.base import DraftProposal
+from edgespec.runtime.backends.draft_shaping import DraftShaping
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import FusedCall, FusedRound, SessionSpec
 from edgespec.runtime.server.clients import ClientBook
@@ -50,10 +51,15 @@ class CountingDrafter(Drafter):
         self.contexts: list[tuple[int, ...]] = []
 
     def propose(
-        self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
+        self,
+        context: Sequence[int],
+        gamma: int,
+        temperature: float,
+        rng: np.random.Generator,
+        shaping: DraftShaping | None = None,
     ) -> DraftProposal:
         self.contexts.append(tuple(context))
-        return super().propose(context, gamma, temperature, rng)
+        return super().propose(context, gamma, temperature, rng, shaping)
 
 
 def _run(

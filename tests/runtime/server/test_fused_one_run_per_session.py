@@ -16,6 +16,7 @@ from edgespec.config import from_dict
 from edgespec.core.types import SamplingParams
 from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.runtime.backends.base import DraftProposal
+from edgespec.runtime.backends.draft_shaping import DraftShaping
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.errors import ErrorCode, RequestError
@@ -62,7 +63,12 @@ class _GatedDraft(TransformersDraft):
         self._book = book
 
     def propose(
-        self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
+        self,
+        context: Sequence[int],
+        gamma: int,
+        temperature: float,
+        rng: np.random.Generator,
+        shaping: DraftShaping | None = None,
     ) -> DraftProposal:
         book = self._book
         with book.lock:
@@ -73,7 +79,7 @@ class _GatedDraft(TransformersDraft):
         if first:
             book.entered.set()
             assert book.gate.wait(WAIT_S), "the test never opened the gate"
-        return super().propose(context, gamma, temperature, rng)
+        return super().propose(context, gamma, temperature, rng, shaping)
 
 
 def _fused(session_id: str, prefix_len: int = len(PROMPT)) -> FusedCall:

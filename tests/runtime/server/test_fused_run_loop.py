@@ -19,6 +19,7 @@ from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.base import DraftProposal
+from edgespec.runtime.backends.draft_shaping import DraftShaping
 from edgespec.runtime.edge.rounds import draft_rng
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import FusedCall, FusedRound, SessionSpec, VerifyCall, VerifyReply
@@ -39,10 +40,15 @@ class RngDrafter(Drafter):
         self.draws: list[float] = []
 
     def propose(
-        self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
+        self,
+        context: Sequence[int],
+        gamma: int,
+        temperature: float,
+        rng: np.random.Generator,
+        shaping: DraftShaping | None = None,
     ) -> DraftProposal:
         self.draws.append(float(rng.random()))
-        return super().propose(context, gamma, temperature, rng)
+        return super().propose(context, gamma, temperature, rng, shaping)
 
 
 def _run(
