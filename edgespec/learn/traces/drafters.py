@@ -31,8 +31,9 @@ def drafter_for(choice: DraftChoice, draft_model: Any, stops: bool) -> tuple[Any
     from edgespec.models.feature_draft import FeatureDraftNet
     from edgespec.runtime.backends.base import stopping_drafter
     from edgespec.runtime.backends.feature_draft import FeatureDraft
+    from edgespec.runtime.backends.hybrid_draft import HybridDraft
     from edgespec.runtime.backends.ngram import NgramDrafter
-    from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
+    from edgespec.runtime.backends.transformers_draft import TransformersDraft
     from edgespec.runtime.backends.tree_draft import TreeDraft
 
     drafter: Any = NgramDrafter(max_ngram=3)

@@ -23,8 +23,9 @@
 * :mod:`.draft_shaping` — ``DraftShaping``: a request's bias, penalties and cuts made on a
   chain drafter's own rows (``TokenColumns``: a trimmed draft's columns), so that it
   proposes what the target's shaped rows favour;
-* :mod:`.transformers_draft`, :mod:`.tree_draft`, :mod:`.feature_draft` — ``TransformersDraft``
-  (any causal LM, its own KV cache) and ``HybridDraft`` (prompt lookup first); ``TreeDraft``
+* :mod:`.transformers_draft`, :mod:`.hybrid_draft`, :mod:`.tree_draft`, :mod:`.feature_draft`
+  — ``TransformersDraft`` (any causal LM, its own KV cache) and ``HybridDraft`` (prompt
+  lookup first); ``TreeDraft``
   (a token tree, one draft pass per depth); ``FeatureDraft`` (EAGLE-style, from the target's
   returned hidden states);
 * :mod:`.llamacpp_context`, :mod:`.llamacpp_backend`, :mod:`.llamacpp_batch`,

@@ -6,7 +6,7 @@ LlamaContext`, same configuration as the target's). Each call trims the sequence
 longest common prefix with the new context (``llama_memory_seq_rm``), decodes the context
 tokens not yet cached in one block with logits for the last only, then γ − 1 single-token
 steps. Greedy drafts take the argmax (or, with ``lookup``, prompt lookup first, as
-:class:`~edgespec.runtime.backends.transformers_draft.HybridDraft`); sampled drafts draw from
+:class:`~edgespec.runtime.backends.hybrid_draft.HybridDraft`); sampled drafts draw from
 the softmax at the temperature and return q over the target's vocabulary. A stop predictor
 can end a block (:meth:`LlamaCppDraft.propose_until_stop`), as for the transformers drafts.
 Token trees and hidden states are not drafted here.

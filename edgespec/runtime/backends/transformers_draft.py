@@ -1,5 +1,5 @@
 """The neural :class:`~edgespec.runtime.backends.base.DraftBackend` over a Hugging Face
-causal LM, and :class:`HybridDraft` (the same with prompt lookup first).
+causal LM (:mod:`.hybrid_draft`: the same with prompt lookup first).
 
 The draft keeps its own KV cache (a transformers ``DynamicCache``): each call crops it back
 to the longest common prefix with the new context, forwards only the context tokens not yet
@@ -11,7 +11,7 @@ on its device (a greedy token is their argmax there); they are copied to the hos
 read (``last_logits``: traces record per-position draft-logit features from them), or when
 sampling or a stop predictor needs the row's values.
 
-Both can end a block at a stop predictor's first predicted rejection
+It can end a block at a stop predictor's first predicted rejection
 (:meth:`TransformersDraft.propose_until_stop`): after each draft forward the predictor sees
 :func:`~edgespec.core.features.stop_features` of that logit row (over the K kept tokens for
 a trimmed draft, as traces store them); the token it rejects is drafted (its pass is
@@ -40,7 +40,6 @@ from edgespec.core.features import stop_features
 from edgespec.policies.stop_drafting import DraftStopPolicy, checked_keep_mask
 from edgespec.runtime.backends.base import DraftProposal, common_prefix_length, stopping_drafter
 from edgespec.runtime.backends.draft_shaping import DraftShaping, TokenColumns
-from edgespec.runtime.backends.ngram import suffix_match_next
 from edgespec.runtime.sampling import draft_sample, logits_to_probs
 
 
@@ -279,55 +278,3 @@ def _kept(stop: DraftStopPolicy, row: torch.Tensor) -> bool:
     row's values on the host)."""
     features = stop_features(row.cpu().numpy().astype(np.float32))
     return bool(checked_keep_mask(stop, features)[0])
-
-
-class HybridDraft(TransformersDraft):
-    """Neural draft with prompt lookup: at each drafted position, if the last
-    ``min_ngram``..``max_ngram`` tokens occurred earlier in the context (or the draft so far),
-    propose the token that followed them; otherwise the neural draft's argmax. Greedy only
-    (a lookup token has no draft probability); the neural model still runs every step, so
-    ``last_logits`` and its cache stay in step.
-
-    With a stop predictor (:meth:`propose_until_stop`) the predictor is asked at every
-    position, whatever the token's source: it sees the neural draft's features there (the
-    forward that gives them runs anyway), and a rejection ends the block even where lookup
-    found a token. One rule for every position keeps the accounting (one pass per asked
-    position) and the features the same as for :class:`TransformersDraft`."""
-
-    def __init__(self, model: Any, max_ngram: int = 8, min_ngram: int = 2) -> None:
-        super().__init__(model)
-        if not 1 <= min_ngram <= max_ngram:
-            raise ValueError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}")
-        self._max_ngram, self._min_ngram = max_ngram, min_ngram
-
-    def hidden_problem(self) -> str | None:
-        """A prompt-lookup token is not the draft model's own: its hidden state there is of
-        the token the model would have proposed, so a decision head would judge another."""
-        return super().hidden_problem() or (
-            "its prompt-lookup tokens are not the draft model's own: the decision head would "
-            "judge the draft's hidden state of another token"
-        )
-
-    def _check_call(self, context: Sequence[int], temperature: float) -> None:
-        if temperature > 0:
-            raise ValueError("HybridDraft drafts greedily; use TransformersDraft for sampling")
-        super()._check_call(context, temperature)
-
-    def _next(
-        self,
-        seq: Sequence[int],
-        row: torch.Tensor,
-        temperature: float,
-        rng: np.random.Generator,
-        shaping: DraftShaping | None,
-    ) -> tuple[int, npt.NDArray[np.float32] | None]:
-        looked_up = suffix_match_next(seq, self._max_ngram, self._min_ngram)
-        if looked_up is not None:
-            return looked_up, None
-        return super()._next(seq, row, temperature, rng, shaping)
-
-    def _lookup_or_argmax(self, seq: Sequence[int], row: torch.Tensor) -> int:
-        """The token after ``seq``: prompt lookup's if it finds one, else the draft's argmax
-        (``row`` is the draft's logits after ``seq``)."""
-        looked_up = suffix_match_next(seq, self._max_ngram, self._min_ngram)
-        return looked_up if looked_up is not None else self._to_target(int(torch.argmax(row)))

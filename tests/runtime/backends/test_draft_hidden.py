@@ -12,8 +12,9 @@ import pytest
 import torch
 
 from edgespec.runtime.backends.base import hidden_state_drafter
+from edgespec.runtime.backends.hybrid_draft import HybridDraft
 from edgespec.runtime.backends.ngram import NgramDrafter
-from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
+from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.backends.tree_draft import TreeDraft
 from edgespec.runtime.testing import tiny_gemma3
 

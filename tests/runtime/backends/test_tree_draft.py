@@ -175,7 +175,7 @@ def _paths(tokens: Sequence[int], parents: Sequence[int]) -> set[tuple[int, ...]
 
 @pytest.mark.parametrize("budget", [1, 5, 9, 16])
 def test_max_nodes_caps_the_tree_and_keeps_the_chain(draft_model: Any, budget: int) -> None:
-    from edgespec.runtime.backends.transformers_draft import HybridDraft
+    from edgespec.runtime.backends.hybrid_draft import HybridDraft
 
     context = [5, 6, 7, 8, 5, 6, 7, 9, 10, 5, 6]
     full = TreeDraft(draft_model, (3, 3, 2, 1), max_nodes=64).propose(context, 4, 0.0, RNG)

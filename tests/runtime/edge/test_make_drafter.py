@@ -8,8 +8,9 @@ import pytest
 
 
 def test_make_drafter_picks_the_backend() -> None:
+    from edgespec.runtime.backends.hybrid_draft import HybridDraft
     from edgespec.runtime.backends.ngram import NgramDrafter
-    from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
+    from edgespec.runtime.backends.transformers_draft import TransformersDraft
     from edgespec.runtime.edge.draft_backends import make_drafter
     from tests.models.tiny import tiny_draft, tiny_target
 

@@ -17,12 +17,10 @@ from edgespec.cli import main  # noqa: E402
 from edgespec.core.features import stop_features  # noqa: E402
 from edgespec.core.types import SamplingParams  # noqa: E402
 from edgespec.runtime.backends.base import DraftBackend, stopping_drafter  # noqa: E402
+from edgespec.runtime.backends.hybrid_draft import HybridDraft  # noqa: E402
 from edgespec.runtime.backends.ngram import NgramDrafter  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
-from edgespec.runtime.backends.transformers_draft import (  # noqa: E402
-    HybridDraft,
-    TransformersDraft,
-)
+from edgespec.runtime.backends.transformers_draft import TransformersDraft  # noqa: E402
 from edgespec.runtime.backends.tree_draft import TreeDraft  # noqa: E402
 from edgespec.runtime.edge.drafter import DraftOptions, generate  # noqa: E402
 from edgespec.runtime.wire.grpc_client import RemoteVerifier  # noqa: E402
