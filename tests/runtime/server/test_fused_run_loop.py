@@ -38,6 +38,7 @@ class RngDrafter(Drafter):
     def __init__(self, clock: Clock) -> None:
         super().__init__(clock)
         self.draws: list[float] = []
+        self.shapings: list[DraftShaping | None] = []
 
     def propose(
         self,
@@ -48,6 +49,7 @@ class RngDrafter(Drafter):
         shaping: DraftShaping | None = None,
     ) -> DraftProposal:
         self.draws.append(float(rng.random()))
+        self.shapings.append(shaping)
         return super().propose(context, gamma, temperature, rng, shaping)
 
 
@@ -56,10 +58,13 @@ def _run(
     max_new_tokens: int = 20,
     history: HistorySnapshot | None = None,
     gamma: int = 4,
+    repetition_penalty: float = 1.0,
 ) -> tuple[list[FusedRound], RngDrafter]:
     clock = Clock()
     verifier = Verifier(clock)
-    spec = SessionSpec("s", "dev", PROMPT, SamplingParams(max_new_tokens=max_new_tokens, seed=5))
+    sampling = SamplingParams(max_new_tokens=max_new_tokens, seed=5,
+                              repetition_penalty=repetition_penalty)  # fmt: skip
+    spec = SessionSpec("s", "dev", PROMPT, sampling)
     verifier.open(spec)
     drafter = RngDrafter(clock)
     call = FusedCall("s", len(PROMPT), gamma, history or HistorySnapshot())
@@ -89,6 +94,15 @@ def test_a_fused_run_follows_the_server_windows_decisions() -> None:
         (3, True, "dev"),
     ]
     assert drafter.draws == list(draft_rng(5, 2, 3).random(2))  # this run's own stream
+
+
+def test_the_co_located_draft_is_shaped_as_the_session_asks() -> None:
+    """A penalized session's draft makes its penalty over the session's prompt and output
+    (runtime/backends/draft_shaping.py); a plain one's rows are left as they are."""
+    _, drafter = _run(None, repetition_penalty=1.25)
+    assert drafter.shapings == [DraftShaping(len(PROMPT), repetition_penalty=1.25)]
+    _, plain = _run(None)
+    assert plain.shapings == [None]
 
 
 def test_without_a_server_window_one_round_hands_the_state_back_as_it_came() -> None:
