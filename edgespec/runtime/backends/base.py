@@ -155,8 +155,7 @@ class DraftBackend(Protocol):
     It may keep its own cache across calls; ``context`` always starts with the tokens
     of the previous call's context (the committed sequence only grows). ``shaping``: the
     request's bias, penalties and cuts to make on its rows before choosing
-    (:mod:`.draft_shaping`); a drafter without rows (prompt lookup) or drafting greedily
-    from its top candidates (a token tree) may propose as without it.
+    (:mod:`.draft_shaping`); a drafter without rows (prompt lookup) proposes as without it.
 
     A drafter that can end a block at a stop predictor's first predicted rejection
     (:mod:`edgespec.policies.stop_drafting`) is also a :class:`StoppingDraftBackend`; the

@@ -9,7 +9,9 @@ over the uncached context gives the root's candidates, then one pass per depth f
 all nodes of that depth together, each attending to the context and its own ancestors
 (an explicit 4-D mask over the draft's KV cache). The tree's entries are cropped from the
 cache afterwards, so the cache only ever holds committed tokens. Greedy only: the target
-verifies trees greedily (:func:`edgespec.core.speculative.greedy_verify_tree`).
+verifies trees greedily (:func:`edgespec.core.speculative.greedy_verify_tree`). A request's
+bias and penalties are made on every node's row after its own path
+(:mod:`~edgespec.runtime.backends.draft_shaping`) before the candidates are chosen.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ class TreeDraft(HybridDraft):
         self._keep_rows([root_row])
         base = len(self._cached)
         nodes: list[_Node] = []
-        frontier: list[tuple[int, torch.Tensor]] = [(-1, root_row)]
+        frontier: list[tuple[int, torch.Tensor]] = [(-1, self._shaped(root_row, context, shaping))]
         try:
             for depth in range(1, gamma + 1):
                 first_new = len(nodes)
@@ -98,7 +100,11 @@ class TreeDraft(HybridDraft):
                 if depth == gamma or not new:
                     break
                 rows = self._forward_nodes(nodes, new, base, depth)
-                frontier = list(zip(new, rows, strict=True))
+                frontier = [
+                    (i, self._shaped(row, [*context, *(nodes[a].token for a in nodes[i].ancestors)],
+                                     shaping))
+                    for i, row in zip(new, rows, strict=True)
+                ]  # fmt: skip
         finally:
             extra = self._cache.get_seq_length() - base if self._cache is not None else 0
             if extra > 0:
@@ -108,6 +114,16 @@ class TreeDraft(HybridDraft):
             probs=None,
             parents=tuple(n.parent for n in nodes),
         )
+
+    def _shaped(
+        self, row: torch.Tensor, seq: Sequence[int], shaping: DraftShaping | None
+    ) -> torch.Tensor:
+        """``row`` (the draft's logits after ``seq``) biased and penalized as ``shaping``
+        asks: the candidates and the chain's argmax are then the shaped row's."""
+        if shaping is None or not shaping.moves_logits:
+            return row
+        shaped = shaping.logits(row.cpu().numpy(), seq, self._columns(row))
+        return torch.from_numpy(shaped).to(row.device)
 
     def _candidates(
         self, nodes: list[_Node], frontier: list[tuple[int, torch.Tensor]], depth: int

@@ -15,6 +15,7 @@ from edgespec.models.trimmed import TrimmedDraftConfig, TrimmedVocabDraft
 from edgespec.runtime.backends.draft_shaping import DraftShaping, TokenColumns, draft_shaping
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
+from edgespec.runtime.backends.tree_draft import TreeDraft
 from edgespec.runtime.sampling import logits_to_probs
 from edgespec.runtime.testing import tiny_llama
 from edgespec.runtime.wire.inprocess import speculative_generate
@@ -132,3 +133,18 @@ def test_a_trimmed_draft_is_shaped_through_its_kept_head() -> None:
     shaped = draft.propose(context, 4, 0.0, rng, repeats).token_ids
     assert plain == (41, 41, 41, 41)  # unshaped, it repeats the prompt's last token
     assert len(set(shaped)) == 4 and not set(shaped) & set(context)
+
+
+def test_a_token_tree_of_the_targets_own_model_is_shaped_along_its_paths() -> None:
+    """Every node's row is penalized after its own path: the target's own model drafting a
+    tree has a whole path accepted every round (γ + 1 = 5 tokens), its output the target's."""
+    sampling = SamplingParams(max_new_tokens=24, repetition_penalty=1.8, frequency_penalty=0.6,
+                              logit_bias=((7, 1.5),))  # fmt: skip
+    target = TransformersTarget(tiny_llama(seed=3, vocab_size=32, logit_scale=3.0))
+    draft = TreeDraft(tiny_llama(seed=3, vocab_size=32, logit_scale=3.0), branching=(2, 2, 1, 1),
+                      lookup=False)  # fmt: skip
+    result = speculative_generate(target, draft, (1, 2, 3), 4, sampling)
+    assert result.output_token_ids == penalized_greedy(
+        target, (1, 2, 3), (1.8, 0.6, 0.0), 24, ((7, 1.5),)
+    )
+    assert result.request.num_rounds == 5
