@@ -31,6 +31,7 @@ from edgespec.datasets.prompts import PROMPT_SETS
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_file, writable_output_folder
 from edgespec.policies.registry import BATCHING
+from edgespec.runtime.commands.sampling_arguments import add_sampling_arguments, sampling_from_flags
 from edgespec.runtime.commands.serve_arguments import add_wisp_arguments, wisp_params
 from edgespec.runtime.commands.serve_target import BACKENDS
 from edgespec.runtime.commands.server_access_arguments import (
@@ -139,6 +140,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     load.add_argument("--draft", default="ngram",
                       help="ngram (default), truncated (synthetic target) or a model")  # fmt: skip
     load.add_argument("--seed", type=seed_int, default=0, help="prompt and class draws (default 0)")
+    add_sampling_arguments(
+        p.add_argument_group("sampling (every request's; each draws its own seed)"),
+        config=False, seed=False,
+    )  # fmt: skip
     load.add_argument(
         "--faults", default="",
         help="KIND@SECONDS[:COUNT],... KIND kill-clients (COUNT processes) or restart-server "
@@ -165,8 +170,8 @@ def load_spec(args: argparse.Namespace) -> LoadSpec:
         max_queued = DEFAULT_MAX_QUEUED
     return LoadSpec(args.clients, procs, args.arrivals, args.rate, args.duration_s,
                     args.drain_s, parse_slo_mix(mix), args.max_new_tokens, args.gamma,
-                    args.draft, args.seed, parse_faults(args.faults),
-                    max_queued=max_queued)  # fmt: skip
+                    args.draft, args.seed, parse_faults(args.faults), max_queued=max_queued,
+                    sampling=sampling_from_flags(args, args.max_new_tokens))  # fmt: skip
 
 
 def own_server_args(args: argparse.Namespace) -> argparse.Namespace:

@@ -1,6 +1,8 @@
-"""``edgespec draft``'s sampling flags (:func:`add_sampling_arguments`: the temperature, the
-cuts after it, the penalties, the stop ids and ``--min-tokens``, the seed, ``--ignore-eos``)
-and the refusal of those nothing would read (:func:`check_sampling_flags`)."""
+"""The sampling flags (:func:`add_sampling_arguments`: the temperature, the cuts after it,
+the penalties, the stop ids and ``--min-tokens``, the seed, ``--ignore-eos``) of
+``edgespec draft`` and, without ``--seed``, of ``edgespec bench serve``'s requests
+(:func:`sampling_from_flags`), and the refusal of those nothing would read
+(:func:`check_sampling_flags`)."""
 
 from __future__ import annotations
 
@@ -9,35 +11,43 @@ from typing import Any
 
 from edgespec.argument_types import seed_int, token_ids
 from edgespec.core.sampling_cuts import cuts_on
+from edgespec.core.sampling_params import SamplingParams
+
+Flags = argparse.ArgumentParser | argparse._ArgumentGroup
+"""Where sampling flags are added: a parser or one of its groups."""
 
 
-def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
+def add_sampling_arguments(parser: Flags, config: bool = True, seed: bool = True) -> None:
+    """The sampling flags; ``config``: their defaults may come from ``--config`` (the
+    draft's), which their help then says; ``seed``: with ``--seed``."""
+    also = ", or --config's" if config else ""
     parser.add_argument(
-        "--temperature", type=float, help="sampling temperature (default 0, greedy, or --config's)"
+        "--temperature", type=float, help=f"sampling temperature (default 0, greedy{also})"
     )
     needs = "needs --temperature > 0"
     parser.add_argument(
         "--top-k",
         type=int,
         help="sample among the K most likely tokens, ties by token id (default 0, every "
-        f"token, or --config's; cut before --top-p and --min-p; {needs})",
+        f"token{also}; cut before --top-p and --min-p; {needs})",
     )
     parser.add_argument(
         "--top-p",
         type=float,
         help="nucleus sampling: sample among the most likely tokens holding this probability "
-        f"mass, in (0, 1] (default 1, every token, or --config's; {needs})",
+        f"mass, in (0, 1] (default 1, every token{also}; {needs})",
     )
     parser.add_argument(
         "--min-p",
         type=float,
         help="sample among the tokens at least this many times as likely as the likeliest, "
-        f"in [0, 1] (default 0, every token, or --config's; cut after --top-p; {needs})",
+        f"in [0, 1] (default 0, every token{also}; cut after --top-p; {needs})",
     )
-    _add_penalty_and_stop_arguments(parser)
-    parser.add_argument(
-        "--seed", type=seed_int, default=None, help="sampling seed (default: fresh entropy)"
-    )
+    _add_penalty_and_stop_arguments(parser, also)
+    if seed:
+        parser.add_argument(
+            "--seed", type=seed_int, default=None, help="sampling seed (default: fresh entropy)"
+        )
     parser.add_argument(
         "--ignore-eos",
         action="store_true",
@@ -47,29 +57,28 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_penalty_and_stop_arguments(parser: argparse.ArgumentParser) -> None:
+def _add_penalty_and_stop_arguments(parser: Flags, also: str) -> None:
     """``--repetition-penalty``, ``--frequency-penalty``, ``--presence-penalty``,
     ``--stop-token-ids``, ``--min-tokens``: greedy decoding takes them too."""
     parser.add_argument(
         "--repetition-penalty",
         type=float,
         help="divide the positive logits of the prompt's and output's tokens by this, multiply "
-        "the others (above 0; default 1, off, or --config's; greedy too)",
+        f"the others (above 0; default 1, off{also}; greedy too)",
     )
     for name, what in (("frequency", "times each token's count in the output"),
                        ("presence", "from every token in the output")):  # fmt: skip
         parser.add_argument(
             f"--{name}-penalty",
             type=float,
-            help=f"subtract this {what} so far, in [-2, 2] (default 0, off, or --config's; "
-            "greedy too)",
+            help=f"subtract this {what} so far, in [-2, 2] (default 0, off{also}; greedy too)",
         )
     parser.add_argument(
         "--stop-token-ids",
         type=token_ids,
         metavar="IDS",
-        help="comma-separated token ids the output ends at, committed, as at an end of "
-        "sequence (default none, or --config's)",
+        help=f"comma-separated token ids the output ends at, committed, as at an end of "
+        f"sequence (default none{also})",
     )
     parser.add_argument(
         "--min-tokens",
@@ -77,6 +86,34 @@ def _add_penalty_and_stop_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="no end of sequence or stop token before N output tokens (default 0)",
     )
+
+
+def sampling_from_flags(args: argparse.Namespace, max_new_tokens: int) -> SamplingParams:
+    """The sampling flags of ``args`` (no ``--seed``: each request draws its own) as every
+    request's sampling, ``max_new_tokens`` tokens; a flag out of its range, or a cut at
+    temperature 0, is a :class:`~edgespec.config.LocatedConfigError` naming the flag."""
+    from edgespec.config import named_by_flags
+    from edgespec.runtime.edge.config_sampling import check_penalties, check_sampling, check_stops
+
+    def given(name: str, default: Any) -> Any:
+        value = getattr(args, name)
+        return default if value is None else value
+
+    fields = {"temperature": given("temperature", 0.0), "top_p": given("top_p", 1.0),
+              "top_k": given("top_k", 0), "min_p": given("min_p", 0.0),
+              "repetition_penalty": given("repetition_penalty", 1.0),
+              "frequency_penalty": given("frequency_penalty", 0.0),
+              "presence_penalty": given("presence_penalty", 0.0),
+              "stop_token_ids": tuple(given("stop_token_ids", ())),
+              "min_tokens": given("min_tokens", 0),
+              "ignore_eos": bool(args.ignore_eos)}  # fmt: skip
+    with named_by_flags({name: "--" + name.replace("_", "-") for name in fields}):
+        check_sampling(max_new_tokens, fields["temperature"], fields["top_p"], fields["top_k"],
+                       fields["min_p"])  # fmt: skip
+        check_penalties(fields["repetition_penalty"], fields["frequency_penalty"],
+                        fields["presence_penalty"])  # fmt: skip
+        check_stops(fields["stop_token_ids"], fields["min_tokens"], max_new_tokens)
+    return SamplingParams(max_new_tokens=max_new_tokens, **fields)
 
 
 def _requests_own(args: argparse.Namespace, config: Any) -> list[tuple[str, str]]:

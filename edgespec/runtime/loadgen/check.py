@@ -1,6 +1,7 @@
 """Every finished output against centralized decoding: the server decodes each prompt the
-load used on its own (the ``Generate`` RPC, K = 0 per step: the target's greedy output), and
-a finished request whose output differs is a mismatch."""
+load used on its own (the ``Generate`` RPC, K = 0 per step: the target's greedy output, its
+rows biased and penalized as the load's requests are), and a finished request whose output
+differs is a mismatch. Sampled loads are not checked: two draws need not agree."""
 
 from __future__ import annotations
 
@@ -46,13 +47,14 @@ def centralized_outputs(
     server: ServerAccess,
     prompts: Sequence[tuple[int, ...]],
     indices: Sequence[int],
-    max_new_tokens: int,
+    sampling: SamplingParams,
     slo_class: str,
     run_tag: str,
     num_threads: int = 8,
     quota_wait_s: float = QUOTA_WAIT_S,
 ) -> dict[int, tuple[int, ...]]:
-    """The server's centralized greedy output of each prompt in ``indices`` (sessions of
+    """The server's centralized greedy output (``sampling``'s, greedy) of each prompt in
+    ``indices`` (sessions of
     ``slo_class``, one the server knows; ``TAG.reference-I``, the run's tag first), at most
     ``num_threads`` at once, and no more than the server's ``max_sessions_per_client`` (its
     Health says it; the references are one client's sessions). Each chunk has 120 s to come
@@ -64,9 +66,10 @@ def centralized_outputs(
     from edgespec.runtime.errors import ErrorCode
     from edgespec.runtime.messages import SessionSpec
 
+    if not sampling.greedy:
+        raise ValueError("a sampled load has no centralized output to check against")
     num_threads = min(num_threads, len(indices), _session_quota(server) or num_threads)
     verifier = server.client(timeout_s=120.0)
-    sampling = SamplingParams(max_new_tokens=max_new_tokens)
 
     def decode(index: int) -> tuple[int, ...]:
         spec = SessionSpec(

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from edgespec.core.sampling_params import SamplingParams
 from edgespec.errors import UserInputError
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.loadgen.check import CheckResult, centralized_outputs, check_outputs
@@ -59,9 +60,21 @@ def setup_row(args: argparse.Namespace, load: LoadSpec, target: str) -> dict[str
         ),
         "prompts": args.prompts,
         "max_new_tokens": load.max_new_tokens,
+        "sampling": _sampling_label(load.request_sampling),
         "gamma": load.gamma,
         "faults": args.faults or "none",
     }
+
+
+def _sampling_label(sampling: SamplingParams) -> str:
+    """What the load's requests sample with, as the report shows it: ``greedy``, or the
+    fields away from their defaults (``temperature 0.8, top_p 0.9``); the length aside."""
+    plain = SamplingParams(max_new_tokens=sampling.max_new_tokens)
+    moved = [f"{f.name} {getattr(sampling, f.name)}" for f in dataclasses.fields(sampling)
+             if getattr(sampling, f.name) != getattr(plain, f.name)]  # fmt: skip
+    if sampling.greedy:
+        moved.insert(0, "greedy")
+    return ", ".join(moved).replace("ignore_eos True", "ignore_eos")
 
 
 def _batching(args: argparse.Namespace) -> str:
@@ -197,14 +210,18 @@ class BenchSession:
         orphaned: int,
     ) -> LoadReport:
         check = None
-        if not self._args.no_check and outcome.finished:
+        sampled = not self._load.request_sampling.greedy
+        if sampled and not self._args.no_check and outcome.finished:
+            self._say("outputs not checked against centralized decoding: sampled requests "
+                      "(--temperature > 0) draw their own tokens")  # fmt: skip
+        elif not self._args.no_check and outcome.finished:
             indices = sorted({f.prompt_index for f in outcome.finished})
             self._say(f"checking {len(outcome.finished)} outputs against centralized decoding "
                       f"of their {len(indices)} prompts")  # fmt: skip
             try:
                 refs = centralized_outputs(self._access, prompts, indices,
-                                           self._load.max_new_tokens, self._load.slo_mix[0].name,
-                                           outcome.run_tag)  # fmt: skip
+                                           self._load.request_sampling,
+                                           self._load.slo_mix[0].name, outcome.run_tag)  # fmt: skip
                 check = check_outputs(outcome.finished, refs)
             except RequestError as exc:  # the load's report is kept; the bench fails after it
                 failure = f"{exc.code.value}: {exc.message}"

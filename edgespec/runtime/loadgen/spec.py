@@ -4,11 +4,13 @@ faults), validated once, and the parsers of its list-valued flags."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from edgespec.core.sampling_params import SamplingParams
 from edgespec.errors import UserInputError
 
 Arrivals = Literal["closed", "poisson"]
@@ -107,6 +109,15 @@ class LoadSpec:
     faults: tuple[Fault, ...] = ()
     mode: Mode = "distributed"
     max_queued: int | None = None
+    sampling: SamplingParams | None = None
+    """Every request's sampling, its length aside (``None``: greedy): :attr:`request_sampling`."""
+
+    @property
+    def request_sampling(self) -> SamplingParams:
+        """What each request samples with: :attr:`sampling` (greedy when ``None``),
+        ``max_new_tokens`` tokens."""
+        return dataclasses.replace(self.sampling or SamplingParams(),
+                                   max_new_tokens=self.max_new_tokens)  # fmt: skip
 
     def __post_init__(self) -> None:
         _positive("--clients", self.num_clients)

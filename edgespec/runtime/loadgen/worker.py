@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from edgespec.core.types import RequestRecord, SamplingParams
+from edgespec.core.types import RequestRecord
 from edgespec.errors import UserInputError
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.edge.drafter import DraftOptions, generate
@@ -122,7 +122,7 @@ class _Client:
                 said.append(first)
                 self.send(first)
 
-        sampling = SamplingParams(max_new_tokens=load.max_new_tokens)
+        sampling = load.request_sampling
         prompt = self.spec.prompts[job.prompt_index]
         try:
             if load.mode == "centralized":

@@ -29,9 +29,12 @@ def _bench(tmp_path: Path, *flags: str) -> tuple[int, dict[str, Any]]:
 
 
 def test_faults_lose_nothing_and_every_output_is_centralized(tmp_path: Path) -> None:
+    """Penalized requests (greedy): the check's references are penalized alike."""
     rc, data = _bench(tmp_path, "--duration-s", "6", "--session-timeout-s", "1",
-                      "--faults", "kill-clients@1,restart-server@3")  # fmt: skip
+                      "--faults", "kill-clients@1,restart-server@3",
+                      "--repetition-penalty", "1.5", "--frequency-penalty", "0.5")  # fmt: skip
     (run,) = data["runs"]
+    assert run["setup"]["sampling"] == "greedy, repetition_penalty 1.5, frequency_penalty 0.5"
     requests = run["requests"]
     assert rc == 0
     assert requests["lost"] == 0 and requests["lost_ids"] == []
@@ -45,6 +48,23 @@ def test_faults_lose_nothing_and_every_output_is_centralized(tmp_path: Path) -> 
     assert run["faults"][1]["restart_s"] > 0
     assert run["orphaned_sessions"] == 0  # the killed clients' sessions expired
     assert run["agreement"] is None
+
+
+def test_sampled_requests_run_and_are_not_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every request samples as the flags say (its own seed); sampled outputs have no
+    centralized reference, so the check is not made, and the bench says so."""
+    rc, data = _bench(tmp_path, "--duration-s", "1.5", "--clients", "2", "--procs", "1",
+                      "--temperature", "0.8", "--top-k", "5", "--ignore-eos")  # fmt: skip
+    (run,) = data["runs"]
+    assert rc == 0 and run["errors_by_code"] == {}
+    assert run["setup"]["sampling"] == "temperature 0.8, top_k 5, ignore_eos"
+    assert run["requests"]["finished"] > 0 and run["check"] is None
+    assert run["metrics"]["num_output_tokens"] == 12 * run["requests"]["finished"]
+    assert "outputs not checked against centralized decoding: sampled requests" in (
+        capsys.readouterr().err
+    )
 
 
 def test_a_request_still_running_after_the_drain_is_lost() -> None:
@@ -163,6 +183,10 @@ def test_a_model_draft_loads_in_the_client_process(tmp_path: Path) -> None:
                                 "plaintext)"),
         (["--server", "127.0.0.1:1", "--backend", "llamacpp"],
          "--backend sets the bench's own server (no --server)"),
+        (["--top-p", "0.5"], "--top-p: 0.5 does nothing at temperature 0 (greedy): give a "
+                             "temperature > 0 to sample with top_p"),
+        (["--temperature", "0.7", "--repetition-penalty", "0"],
+         "--repetition-penalty: must be a finite number above 0 (1: off), got 0"),
         (["--target", "gemma3-270m", "--draft", "truncated"],
          "--draft truncated is the synthetic target's first 2 layers: it needs the bench's own "
          "--target synthetic"),

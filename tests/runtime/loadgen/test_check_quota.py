@@ -26,7 +26,10 @@ from edgespec.runtime.messages import SessionSpec
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.conftest import ServerFactory
+from tests.runtime.greedy_oracles import penalized_greedy
 from tests.runtime.loadgen.test_check_and_report import _outcome
+
+FIVE = SamplingParams(max_new_tokens=5)
 
 
 def test_the_check_keeps_within_the_servers_per_client_quota(
@@ -35,8 +38,24 @@ def test_the_check_keeps_within_the_servers_per_client_quota(
     server = make_server(max_sessions_per_client=4)
     prompts = [tuple(range(1 + k, 6 + k)) for k in range(8)]
     refs = centralized_outputs(ServerAccess(f"127.0.0.1:{server.port}"), prompts,
-                               list(range(8)), 6, "default", "TAG")  # fmt: skip
+                               list(range(8)), SamplingParams(max_new_tokens=6), "default",
+                               "TAG")  # fmt: skip
     assert refs == {k: tuple(target_greedy_decode(target, prompts[k], 6)) for k in range(8)}
+
+
+def test_the_references_are_penalized_as_the_loads_requests(
+    make_server: ServerFactory, target: TransformersTarget
+) -> None:
+    """A penalized load's references are the target's penalized greedy output; a sampled
+    load has none."""
+    server = make_server()
+    access, prompts = ServerAccess(f"127.0.0.1:{server.port}"), [(3, 4, 5, 3, 4)]
+    sampling = SamplingParams(max_new_tokens=8, repetition_penalty=1.6, frequency_penalty=0.4)
+    refs = centralized_outputs(access, prompts, [0], sampling, "default", "TAG")
+    expected = penalized_greedy(target, prompts[0], (1.6, 0.4, 0.0), 8)
+    assert refs == {0: expected} and expected != tuple(target_greedy_decode(target, prompts[0], 8))
+    with pytest.raises(ValueError, match="a sampled load has no centralized output"):
+        centralized_outputs(access, prompts, [0], SamplingParams(temperature=1.0), "default", "T")
 
 
 def test_a_failed_check_keeps_the_report_then_fails(
@@ -84,7 +103,7 @@ def test_the_check_waits_for_sessions_the_load_left_to_free_the_quota(
     try:
         start_s = time.monotonic()
         refs = centralized_outputs(ServerAccess(f"127.0.0.1:{server.port}"), [(4, 5, 6)], [0],
-                                   5, "default", "TAG", quota_wait_s=30.0)  # fmt: skip
+                                   FIVE, "default", "TAG", quota_wait_s=30.0)  # fmt: skip
     finally:
         closing.join()
         holder.close_channel()
@@ -100,7 +119,7 @@ def test_the_check_fails_with_the_quota_once_its_wait_is_over(
     try:
         start_s = time.monotonic()
         with pytest.raises(RequestError) as raised:
-            centralized_outputs(ServerAccess(f"127.0.0.1:{server.port}"), [(4, 5, 6)], [0], 5,
+            centralized_outputs(ServerAccess(f"127.0.0.1:{server.port}"), [(4, 5, 6)], [0], FIVE,
                                 "default", "TAG", quota_wait_s=2.0)  # fmt: skip
         assert 1.0 <= time.monotonic() - start_s < 5.0
     finally:
