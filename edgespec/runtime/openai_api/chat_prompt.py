@@ -52,13 +52,15 @@ def joined_turns(messages: tuple[Message, ...]) -> tuple[Message, ...]:
     return tuple(joined)
 
 
-def _render(tokenizer: Any, messages: tuple[Message, ...]) -> str:
+def _render(tokenizer: Any, messages: tuple[Message, ...], generation_prompt: bool) -> str:
     plain = [{"role": m.role, "content": m.content} for m in messages]
-    return str(tokenizer.apply_chat_template(plain, tokenize=False, add_generation_prompt=True))
+    return str(tokenizer.apply_chat_template(plain, tokenize=False,
+                                             add_generation_prompt=generation_prompt))  # fmt: skip
 
 
-def chat_text(tokenizer: Any, messages: tuple[Message, ...]) -> str:
+def chat_text(tokenizer: Any, messages: tuple[Message, ...], generation_prompt: bool = True) -> str:
     """``messages`` rendered by the tokenizer's chat template, a generation prompt added
+    unless ``generation_prompt`` is false (``/tokenize``'s ``add_generation_prompt``)
     (a template refusing consecutive messages of one role gets them joined:
     :func:`joined_turns`); a tokenizer without a template, or a template refusing the
     messages still, is a 400."""
@@ -69,7 +71,7 @@ def chat_text(tokenizer: Any, messages: tuple[Message, ...]) -> str:
     refusal = ""
     for turns in dict.fromkeys((messages, joined_turns(messages))):  # each once
         try:
-            return _render(tokenizer, turns)
+            return _render(tokenizer, turns, generation_prompt)
         except Exception as exc:  # the template's own checks (alternation, say) fail here
             refusal = clip(str(exc))
     raise invalid(f"the chat template refused the messages: {refusal}", param="messages")
@@ -84,19 +86,25 @@ def masked(content: str) -> str:
 
 
 def chat_ids(
-    tokenizer: Any, messages: tuple[Message, ...], lock: threading.Lock, special: frozenset[int]
+    tokenizer: Any,
+    messages: tuple[Message, ...],
+    lock: threading.Lock,
+    special: frozenset[int],
+    generation_prompt: bool = True,
 ) -> list[int]:
-    """``messages`` as token ids, a special token only where the chat template wrote it
-    (``special``: the tokenizer's :func:`special_ids`, read once where it is set up).
-    Only the tokenizer's calls hold ``lock`` (the templates render outside it)."""
-    text = chat_text(tokenizer, messages)
+    """``messages`` as token ids (rendered by :func:`chat_text`), a special token only where
+    the chat template wrote it (``special``: the tokenizer's :func:`special_ids`, read once
+    where it is set up). Only the tokenizer's calls hold ``lock`` (the templates render
+    outside it)."""
+    text = chat_text(tokenizer, messages, generation_prompt)
     fast = bool(getattr(tokenizer, "is_fast", False))
     with lock:
         tokens = _tokens_at(tokenizer, text) if fast else [(t, 0, 0) for t in _ids(tokenizer, text)]
     ids = [token for token, _, _ in tokens]
     if special.isdisjoint(ids):
         return ids
-    template = chat_text(tokenizer, tuple(Message(m.role, masked(m.content)) for m in messages))
+    masked_messages = tuple(Message(m.role, masked(m.content)) for m in messages)
+    template = chat_text(tokenizer, masked_messages, generation_prompt)
     if fast and _lined_up(text, template):
         forged = {(t, s, e) for t, s, e in tokens if t in special and NEUTRAL_CHAR in template[s:e]}
         if not forged:

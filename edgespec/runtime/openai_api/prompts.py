@@ -28,16 +28,23 @@ def check_vocabulary(ids: Iterable[int], vocab_size: int, what: str, param: str)
 
 
 def prompt_ids(
-    tokenizer: Any, special: frozenset[int], prompt: Prompt, vocab_size: int, limits: Limits
+    tokenizer: Any,
+    special: frozenset[int],
+    prompt: Prompt,
+    vocab_size: int,
+    limits: Limits,
+    generation_prompt: bool = True,
 ) -> tuple[int, ...]:
     """``prompt`` (text, token ids or chat messages) as token ids, at most
     ``limits.max_prompt_tokens`` of them (``special``: the tokenizer's special tokens,
-    :func:`.chat_prompt.special_ids`)."""
+    :func:`.chat_prompt.special_ids`); chat messages end with the template's generation
+    prompt unless ``generation_prompt`` is false."""
     if isinstance(prompt, str):
         with TOKENIZER_LOCK:
             ids = tuple(tokenizer(prompt)["input_ids"])
     elif needs_tokenizer(prompt):
-        ids = tuple(chat_ids(tokenizer, cast(tuple[Message, ...], prompt), TOKENIZER_LOCK, special))
+        messages = cast(tuple[Message, ...], prompt)
+        ids = tuple(chat_ids(tokenizer, messages, TOKENIZER_LOCK, special, generation_prompt))
     else:
         ids = cast(tuple[int, ...], prompt)
         check_vocabulary(ids, vocab_size, "prompt token ids", "prompt")

@@ -1,7 +1,8 @@
 """vLLM's tokenizer routes, with the endpoint's tokenizer (the target's vocabulary):
 ``GET /tokenizer_info`` (its special tokens, chat template and the target's context),
 ``POST /tokenize`` (``prompt`` text, ``add_special_tokens`` as vLLM's, default true; or
-chat ``messages`` rendered as a chat request's are) and ``POST /detokenize``
+chat ``messages`` rendered as a chat request's are, without the template's generation
+prompt when ``add_generation_prompt`` is false) and ``POST /detokenize``
 (``tokens``); ``return_token_strs`` gives each id's token as the vocabulary spells it.
 lm-evaluation-harness's ``local-completions`` finds them and tokenizes
 through the endpoint, so a client needs no copy of the tokenizer. Bodies are bounded as
@@ -28,8 +29,9 @@ from edgespec.runtime.openai_api.schema import Limits
 from edgespec.runtime.openai_api.tokenizing import PromptLine, run_holding
 
 TOKENIZE_FIELDS = frozenset(
-    {"model", "prompt", "messages", "add_special_tokens", "return_token_strs"}
-)
+    {"model", "prompt", "messages", "add_special_tokens", "add_generation_prompt",
+     "return_token_strs"}
+)  # fmt: skip
 DETOKENIZE_FIELDS = frozenset({"model", "tokens"})
 
 
@@ -75,13 +77,18 @@ def tokenize_prompt(body: Mapping[str, Any], limits: Limits) -> Prompt:
 
 
 def tokenize_ids(
-    setup: EdgeSetup, prompt: Prompt, add_special_tokens: bool, limits: Limits
+    setup: EdgeSetup,
+    prompt: Prompt,
+    add_special_tokens: bool,
+    limits: Limits,
+    generation_prompt: bool = True,
 ) -> list[int]:
     """``prompt``'s ids (call it holding the tokenizer's turn): text as the tokenizer
-    splits it, chat messages as a chat request's are rendered."""
+    splits it, chat messages as a chat request's are rendered (without the template's
+    generation prompt when ``generation_prompt`` is false)."""
     if not isinstance(prompt, str):
         return list(prompt_ids(setup.tokenizer, setup.special_ids, prompt, setup.vocab_size,
-                               limits))  # fmt: skip
+                               limits, generation_prompt))  # fmt: skip
     with TOKENIZER_LOCK:
         return list(setup.tokenizer(prompt, add_special_tokens=add_special_tokens)["input_ids"])
 
@@ -91,6 +98,14 @@ def _flag(body: Mapping[str, Any], name: str, default: bool) -> bool:
     if not isinstance(value, bool):
         raise invalid(f"{name} must be a boolean, got {shown(value)}", param=name)
     return value
+
+
+def _generation_prompt(body: Mapping[str, Any]) -> bool:
+    """``add_generation_prompt`` (vLLM's, default true): of chat ``messages`` only."""
+    if "add_generation_prompt" in body and not is_chat(body):
+        raise invalid("add_generation_prompt applies to chat messages, not to a text prompt",
+                      param="add_generation_prompt")  # fmt: skip
+    return _flag(body, "add_generation_prompt", True)
 
 
 def token_strs(setup: EdgeSetup, ids: list[int]) -> list[str]:
@@ -143,9 +158,12 @@ def add_tokenizer_routes(
             body = await _body(request, TOKENIZE_FIELDS)
             prompt = tokenize_prompt(body, limits)
             special = _flag(body, "add_special_tokens", True)
+            generation = _generation_prompt(body)
             spelt = _flag(body, "return_token_strs", False)
             await line.acquire(prompt_size(prompt))
-            ids = await run_holding(line, partial(tokenize_ids, setup, prompt, special, limits))
+            ids = await run_holding(
+                line, partial(tokenize_ids, setup, prompt, special, limits, generation)
+            )
             strs = token_strs(setup, ids) if spelt else None
         except Exception as exc:
             return error_response(exc)

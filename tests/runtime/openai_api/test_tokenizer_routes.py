@@ -24,6 +24,8 @@ from tests.runtime.openai_api.conftest import CHAT_TEMPLATE, MODEL, _error, _pos
 from tests.word_tokenizer import make_word_tokenizer, word_vocab
 
 LIMITS = Limits(max_body_bytes=4096, max_prompt_tokens=8, max_tokens=4)
+TEMPLATE = CHAT_TEMPLATE + "{% if add_generation_prompt %}w9 {% endif %}"
+"""The tests' chat template with a generation prompt: the word ``w9``."""
 
 
 def _tokenizer() -> Any:
@@ -32,7 +34,7 @@ def _tokenizer() -> Any:
     from tokenizers import processors
 
     tokenizer = make_word_tokenizer(word_vocab(64, {1: "<bos>", 2: "<eos>"}), bos_token="<bos>",
-                                    eos_token="<eos>", chat_template=CHAT_TEMPLATE)  # fmt: skip
+                                    eos_token="<eos>", chat_template=TEMPLATE)  # fmt: skip
     tokenizer._tokenizer.post_processor = processors.TemplateProcessing(
         single="<bos> $A", special_tokens=[("<bos>", 1)]
     )
@@ -63,7 +65,7 @@ def test_tokenizer_info(api: ApiThread) -> None:
         info = json.loads(response.read())
     assert info == {"tokenizer_class": type(_tokenizer()).__name__, "bos_token": "<bos>",
                     "eos_token": "<eos>", "pad_token": None, "unk_token": "w0",
-                    "chat_template": CHAT_TEMPLATE, "model_max_length": 40}  # fmt: skip
+                    "chat_template": TEMPLATE, "model_max_length": 40}  # fmt: skip
 
 
 def test_tokenize_and_detokenize(api: ApiThread) -> None:
@@ -77,15 +79,23 @@ def test_tokenize_and_detokenize(api: ApiThread) -> None:
     assert _json(api, "/tokenize", {"prompt": "test", "add_special_tokens": False})["tokens"] == [0]
     messages = [{"role": "user", "content": "w5 w6"}]
     chat = _json(api, "/tokenize", {"model": MODEL, "messages": messages})
-    assert chat["tokens"] == [5, 6]  # as a chat request's: the template's text, its own BOS
+    assert chat["tokens"] == [5, 6, 9]  # as a chat request's: the template's text, its own BOS
+    bare_chat = _json(api, "/tokenize", {"messages": messages, "add_generation_prompt": False})
+    assert bare_chat["tokens"] == [5, 6]  # vLLM's add_generation_prompt: no w9
     assert _json(api, "/detokenize", {"tokens": [5, 6, 7]}) == {"prompt": "w5w6w7"}
     assert _json(api, "/detokenize", {"tokens": []}) == {"prompt": ""}
 
 
 REFUSALS = [
+    ("/tokenize", {"prompt": "w1", "continue_final_message": True}, 400,
+     "continue_final_message", "unknown field \"continue_final_message\": this route takes "
+     "add_generation_prompt, add_special_tokens, messages, model, prompt, return_token_strs"),
     ("/tokenize", {"prompt": "w1", "add_generation_prompt": True}, 400,
-     "add_generation_prompt", "unknown field \"add_generation_prompt\": this route takes "
-     "add_special_tokens, messages, model, prompt, return_token_strs"),
+     "add_generation_prompt",
+     "add_generation_prompt applies to chat messages, not to a text prompt"),
+    ("/tokenize", {"messages": [{"role": "user", "content": "w1"}],
+                   "add_generation_prompt": "no"}, 400, "add_generation_prompt",
+     'add_generation_prompt must be a boolean, got "no"'),
     ("/tokenize", {"prompt": "w1", "return_token_strs": "yes"}, 400, "return_token_strs",
      'return_token_strs must be a boolean, got "yes"'),
     ("/tokenize", {"prompt": "w1", "model": "gpt-9"}, 404, "model",
