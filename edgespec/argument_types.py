@@ -104,6 +104,26 @@ def _int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
 
 
+def logit_bias_pairs(text: str) -> tuple[tuple[int, float], ...]:
+    """``--logit-bias``: comma-separated ``ID:BIAS`` pairs (``506:-100,107:2.5``), each id an
+    integer >= 0 and each bias a number; their ranges (each token once, biases in
+    [-100, 100], at most 300) are checked with the rest of the sampling."""
+    pairs = []
+    for item in text.split(","):
+        token, sep, bias = item.partition(":")
+        try:
+            pair = (int(token), float(bias))
+        except ValueError:
+            sep = ""
+        if not sep or pair[0] < 0:
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated ID:BIAS pairs (a token id >= 0, a number), got "
+                f"{item!r} in {text!r}"
+            )
+        pairs.append(pair)
+    return tuple(pairs)
+
+
 def token_ids(text: str) -> tuple[int, ...]:
     """``--prompt-ids``: comma-separated token ids, each an integer in ``[0, 2**32)`` (the
     wire carries them as uint32; whether each is in the target's vocabulary, the server

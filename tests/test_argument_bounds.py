@@ -14,6 +14,7 @@ from edgespec.argument_types import (
     MAX_REPETITIONS,
     MAX_SYNTHETIC_HIDDEN,
     MAX_SYNTHETIC_LAYERS,
+    logit_bias_pairs,
     repetitions,
     synthetic_hidden,
     synthetic_layers,
@@ -67,3 +68,14 @@ def test_out_of_range_is_a_usage_error_naming_the_flag(
     err = capsys.readouterr().err
     assert err.splitlines()[-1] == f"edgespec {prog}: error: argument {flag}: {message}"
     assert "Traceback" not in err
+
+
+def test_logit_bias_pairs_are_id_colon_bias() -> None:
+    assert logit_bias_pairs("506:-100,7:2.5") == ((506, -100.0), (7, 2.5))
+    for bad, item in (("3:1,4", "4"), ("x:1", "x:1"), ("-1:2", "-1:2"), ("3:y", "3:y")):
+        with pytest.raises(argparse.ArgumentTypeError) as caught:
+            logit_bias_pairs(bad)
+        assert str(caught.value) == (
+            f"expected comma-separated ID:BIAS pairs (a token id >= 0, a number), got "
+            f"{item!r} in {bad!r}"
+        )

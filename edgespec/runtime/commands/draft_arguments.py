@@ -222,7 +222,7 @@ def add_semantic_arguments(parser: argparse.ArgumentParser) -> None:
 
 _PLAIN_FLAGS = ("draft", "max_new_tokens", "temperature", "top_p", "top_k", "min_p", "ignore_eos",
                 "repetition_penalty", "frequency_penalty", "presence_penalty", "stop_token_ids",
-                "min_tokens", "auth_token",
+                "min_tokens", "logit_bias", "auth_token",
                 "tls_ca",
                 "tls_server_name", "max_message_bytes", "request_timeout_s", "max_reconnects",
                 "progress_timeout_s", "retry_timeout_s", "tree", "tree_min_prob",

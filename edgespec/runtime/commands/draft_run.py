@@ -101,6 +101,7 @@ class DraftRun:
             presence_penalty=self.config.presence_penalty,
             stop_token_ids=tuple(sorted(self.config.stop_token_ids)),
             min_tokens=self.config.min_tokens,
+            logit_bias=tuple(sorted(self.config.logit_bias)),
         )
 
     def _session_id(self) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from edgespec.argument_types import seed_int, token_ids
+from edgespec.argument_types import logit_bias_pairs, seed_int, token_ids
 from edgespec.core.sampling_cuts import cuts_on
 from edgespec.core.sampling_params import SamplingParams
 
@@ -86,6 +86,13 @@ def _add_penalty_and_stop_arguments(parser: Flags, also: str) -> None:
         metavar="N",
         help="no end of sequence or stop token before N output tokens (default 0)",
     )
+    parser.add_argument(
+        "--logit-bias",
+        type=logit_bias_pairs,
+        metavar="ID:BIAS,...",
+        help="add BIAS (in [-100, 100]) to token ID's logit before anything else, greedy too "
+        f"(-100 bans it; at most 300 tokens; default none{also})",
+    )
 
 
 def sampling_from_flags(args: argparse.Namespace, max_new_tokens: int) -> SamplingParams:
@@ -93,7 +100,12 @@ def sampling_from_flags(args: argparse.Namespace, max_new_tokens: int) -> Sampli
     request's sampling, ``max_new_tokens`` tokens; a flag out of its range, or a cut at
     temperature 0, is a :class:`~edgespec.config.LocatedConfigError` naming the flag."""
     from edgespec.config import named_by_flags
-    from edgespec.runtime.edge.config_sampling import check_penalties, check_sampling, check_stops
+    from edgespec.runtime.edge.config_sampling import (
+        check_logit_bias,
+        check_penalties,
+        check_sampling,
+        check_stops,
+    )
 
     def given(name: str, default: Any) -> Any:
         value = getattr(args, name)
@@ -106,6 +118,7 @@ def sampling_from_flags(args: argparse.Namespace, max_new_tokens: int) -> Sampli
               "presence_penalty": given("presence_penalty", 0.0),
               "stop_token_ids": tuple(given("stop_token_ids", ())),
               "min_tokens": given("min_tokens", 0),
+              "logit_bias": tuple(sorted(given("logit_bias", ()))),
               "ignore_eos": bool(args.ignore_eos)}  # fmt: skip
     with named_by_flags({name: "--" + name.replace("_", "-") for name in fields}):
         check_sampling(max_new_tokens, fields["temperature"], fields["top_p"], fields["top_k"],
@@ -113,6 +126,7 @@ def sampling_from_flags(args: argparse.Namespace, max_new_tokens: int) -> Sampli
         check_penalties(fields["repetition_penalty"], fields["frequency_penalty"],
                         fields["presence_penalty"])  # fmt: skip
         check_stops(fields["stop_token_ids"], fields["min_tokens"], max_new_tokens)
+        check_logit_bias(fields["logit_bias"])
     return SamplingParams(max_new_tokens=max_new_tokens, **fields)
 
 
@@ -127,6 +141,7 @@ def _requests_own(args: argparse.Namespace, config: Any) -> list[tuple[str, str]
                              ("presence_penalty", 0.0), ("min_tokens", 0))
            if getattr(config, name) != off]  # fmt: skip
     on += [("stop_token_ids", "")] if config.stop_token_ids else []
+    on += [("logit_bias", "")] if config.logit_bias else []
     return on + ([("seed", f" {args.seed}")] if args.seed is not None else [])
 
 

@@ -19,7 +19,12 @@ from edgespec.policies.semantic.agreement import (
 from edgespec.policies.semantic.csi import MAX_RTT_S
 from edgespec.policies.semantic.head import THRESHOLD_STEPS
 from edgespec.runtime.edge.config_access import check_server_access
-from edgespec.runtime.edge.config_sampling import check_penalties, check_sampling, check_stops
+from edgespec.runtime.edge.config_sampling import (
+    check_logit_bias,
+    check_penalties,
+    check_sampling,
+    check_stops,
+)
 from edgespec.runtime.edge.session_ids import config_client_id_problem
 
 if TYPE_CHECKING:
@@ -62,6 +67,8 @@ class DrafterConfig:
     # end at these token ids as at an EOS; no EOS or stop id before min_tokens tokens
     stop_token_ids: tuple[int, ...] = ()
     min_tokens: int = 0
+    # (token id, bias) pairs added to the target's logits before anything else, greedy too
+    logit_bias: tuple[tuple[int, float], ...] = ()
     slo_class: str = "default"
     client_id: str = "edge-0"
     auth_token: str | None = None
@@ -132,6 +139,7 @@ class DrafterConfig:
         check_sampling(self.max_new_tokens, self.temperature, self.top_p, self.top_k, self.min_p)
         check_penalties(self.repetition_penalty, self.frequency_penalty, self.presence_penalty)
         check_stops(self.stop_token_ids, self.min_tokens, self.max_new_tokens)
+        check_logit_bias(self.logit_bias)
         if (problem := config_client_id_problem(self)) is not None:
             raise ConfigError("client_id", problem)
         if self.lookup and self.draft == "ngram":

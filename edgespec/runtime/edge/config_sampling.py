@@ -10,7 +10,7 @@ from collections import Counter
 
 from edgespec.config import ConfigError
 from edgespec.core.penalties import additive_penalty_problem, repetition_penalty_problem
-from edgespec.core.sampling_cuts import cuts_on, min_p_problem, top_k_problem
+from edgespec.core.sampling_cuts import cuts_on, logit_bias_problem, min_p_problem, top_k_problem
 from edgespec.core.stop_rules import min_tokens_problem, stop_token_ids_problem
 from edgespec.core.wire_limits import UINT32_LIMIT, wire_float_problem
 
@@ -72,3 +72,13 @@ def check_stops(stop_token_ids: tuple[int, ...], min_tokens: int, max_new_tokens
         raise ConfigError("stop_token_ids", problem)
     if (problem := min_tokens_problem(min_tokens, max_new_tokens)) is not None:
         raise ConfigError("min_tokens", problem)
+
+
+def check_logit_bias(logit_bias: tuple[tuple[int, float], ...]) -> None:
+    """A :class:`ConfigError` for (token id, bias) pairs the wire cannot carry: a token named
+    twice, more than 300 tokens, a bias outside [-100, 100] (any order)."""
+    twice = sorted(t for t, n in Counter(t for t, _ in logit_bias).items() if n > 1)
+    if twice:
+        raise ConfigError("logit_bias", f"names token {twice[0]} more than once")
+    if (problem := logit_bias_problem(tuple(sorted(logit_bias)))) is not None:
+        raise ConfigError("logit_bias", problem)

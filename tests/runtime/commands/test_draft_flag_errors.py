@@ -82,7 +82,7 @@ def test_baseline_requests_carry_the_flags(
     args += ["--seed", "11", "--max-new-tokens", "7", "--temperature", "0.5", "--top-p", "0.9"]
     args += ["--top-k", "40", "--min-p", "0.05", "--ignore-eos", "--repetition-penalty", "1.2"]
     args += ["--frequency-penalty", "-0.5", "--presence-penalty", "2"]
-    args += ["--stop-token-ids", "9,1", "--min-tokens", "3"]
+    args += ["--stop-token-ids", "9,1", "--min-tokens", "3", "--logit-bias", "8:-100,2:1.5"]
     args += ["--auth-token", "tok", "--tls-ca", "ca.pem", "--set", "slo_class=gold"]
     args += ["--set", "request_timeout_s=9", "--set", "client_id=edge-7"]
     args += ["--max-message-bytes", "8388608"]
@@ -106,6 +106,7 @@ def test_baseline_requests_carry_the_flags(
     assert (s.top_k, s.min_p, s.ignore_eos) == (40, 0.05, True)
     assert (s.repetition_penalty, s.frequency_penalty, s.presence_penalty) == (1.2, -0.5, 2.0)
     assert (s.stop_token_ids, s.min_tokens) == ((1, 9), 3)  # ascending, as the wire takes them
+    assert s.logit_bias == ((2, 1.5), (8, -100.0))  # ascending too
 
 
 def test_window_params_alone_set_the_default_static_window(fake: list[FakeVerifier]) -> None:
@@ -254,6 +255,19 @@ def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
         (
             ["--prompt-ids", "1", "--max-new-tokens", "4", "--min-tokens", "5"],
             "--min-tokens: must be in [0, max_new_tokens = 4], got 5",
+        ),
+        (
+            ["--prompt-ids", "1", "--logit-bias", "3:1,3:2"],
+            "--logit-bias: names token 3 more than once",
+        ),
+        (
+            ["--prompt-ids", "1", "--logit-bias", "3:101"],
+            "--logit-bias: biases must be in [-100, 100], got 101",
+        ),
+        (
+            ["--serve-openai", "127.0.0.1:0", "--logit-bias", "3:1"],
+            "--logit-bias: the endpoint (--serve-openai) takes each request's own logit_bias; "
+            "drop --logit-bias",
         ),
         (
             ["--prompt-ids", "1", "--stop-token-ids", "3,3"],

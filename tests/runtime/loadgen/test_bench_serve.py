@@ -32,9 +32,11 @@ def test_faults_lose_nothing_and_every_output_is_centralized(tmp_path: Path) -> 
     """Penalized requests (greedy): the check's references are penalized alike."""
     rc, data = _bench(tmp_path, "--duration-s", "6", "--session-timeout-s", "1",
                       "--faults", "kill-clients@1,restart-server@3",
-                      "--repetition-penalty", "1.5", "--frequency-penalty", "0.5")  # fmt: skip
+                      "--repetition-penalty", "1.5", "--frequency-penalty", "0.5",
+                      "--logit-bias", "7:3,5:-100")  # fmt: skip
     (run,) = data["runs"]
-    assert run["setup"]["sampling"] == "greedy, repetition_penalty 1.5, frequency_penalty 0.5"
+    assert run["setup"]["sampling"] == ("greedy, logit_bias 5:-100,7:3, repetition_penalty 1.5, "
+                                        "frequency_penalty 0.5")  # fmt: skip
     requests = run["requests"]
     assert rc == 0
     assert requests["lost"] == 0 and requests["lost_ids"] == []
