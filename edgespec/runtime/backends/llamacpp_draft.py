@@ -7,7 +7,8 @@ longest common prefix with the new context (``llama_memory_seq_rm``), decodes th
 tokens not yet cached in one block with logits for the last only, then γ − 1 single-token
 steps. Greedy drafts take the argmax (or, with ``lookup``, prompt lookup first, as
 :class:`~edgespec.runtime.backends.hybrid_draft.HybridDraft`); sampled drafts draw from
-the softmax at the temperature and return q over the target's vocabulary. A stop predictor
+the softmax at the temperature and return q over the target's vocabulary, both after the
+request's shaping (:mod:`.draft_shaping`: its bias, penalties and cuts). A stop predictor
 can end a block (:meth:`LlamaCppDraft.propose_until_stop`), as for the transformers drafts.
 Token trees and hidden states are not drafted here.
 """

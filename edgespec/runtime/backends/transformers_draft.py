@@ -9,7 +9,9 @@ it runs the trimmed head only (K logits instead of the target's 262k) and maps t
 back to target ids; for any other causal LM it uses the full logits. The draft's logits stay
 on its device (a greedy token is their argmax there); they are copied to the host only when
 read (``last_logits``: traces record per-position draft-logit features from them), or when
-sampling or a stop predictor needs the row's values.
+sampling, a stop predictor or a request's shaping (:mod:`.draft_shaping`: its bias and
+penalties, and when sampling its cuts, over a trimmed draft's kept columns) needs the
+row's values.
 
 It can end a block at a stop predictor's first predicted rejection
 (:meth:`TransformersDraft.propose_until_stop`): after each draft forward the predictor sees
