@@ -108,3 +108,29 @@ def test_a_greedy_chat_reply_is_the_targets_own(client: Any, gemma: tuple[Any, A
     assert reply.choices[0].message.content == tokenizer.decode(
         greedy[:cut], skip_special_tokens=True
     )
+
+
+def test_a_penalized_greedy_completion_is_the_targets_own(
+    client: Any, gemma: tuple[Any, Any]
+) -> None:
+    """The draft proposes from its rows biased and penalized as the request asks
+    (runtime/backends/draft_shaping.py, through the trimmed draft's 8,192 columns of the
+    262,144-token vocabulary); the text is still the target's own penalized greedy text, as
+    centralized decoding on the server gives it."""
+    from edgespec.runtime.wire.grpc_client import RemoteVerifier
+
+    server, loaded = gemma
+    prompt = "The history of the Roman Empire began"
+    reply = client.completions.create(
+        model="gemma3-270m", prompt=prompt, max_tokens=24, temperature=0,
+        extra_body={"repetition_penalty": 1.3, "frequency_penalty": 0.5},
+        logit_bias={"506": -100},
+    )  # fmt: skip
+    ids = tuple(loaded.tokenizer(prompt)["input_ids"])
+    sampling = SamplingParams(max_new_tokens=24, repetition_penalty=1.3, frequency_penalty=0.5,
+                              logit_bias=((506, -100.0),))  # fmt: skip
+    spec = SessionSpec("penalized-oracle", "test", ids, sampling)
+    verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
+    centralized = [t for chunk in verifier.generate(spec) for t in chunk]
+    assert reply.choices[0].text == loaded.tokenizer.decode(centralized)
+    assert 506 not in centralized and reply.usage.completion_tokens == 24
