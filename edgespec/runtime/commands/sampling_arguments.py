@@ -95,6 +95,12 @@ def _add_penalty_and_stop_arguments(parser: Flags, also: str) -> None:
     )
 
 
+_REQUEST_FLAGS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty",
+                  "frequency_penalty", "presence_penalty", "stop_token_ids", "min_tokens",
+                  "logit_bias", "ignore_eos")  # fmt: skip
+"""The flags :func:`sampling_from_flags` reads: each the SamplingParams field of its name."""
+
+
 def sampling_from_flags(args: argparse.Namespace, max_new_tokens: int) -> SamplingParams:
     """The sampling flags of ``args`` (no ``--seed``: each request draws its own) as every
     request's sampling, ``max_new_tokens`` tokens; a flag out of its range, or a cut at
@@ -107,19 +113,12 @@ def sampling_from_flags(args: argparse.Namespace, max_new_tokens: int) -> Sampli
         check_stops,
     )
 
-    def given(name: str, default: Any) -> Any:
-        value = getattr(args, name)
-        return default if value is None else value
-
-    fields = {"temperature": given("temperature", 0.0), "top_p": given("top_p", 1.0),
-              "top_k": given("top_k", 0), "min_p": given("min_p", 0.0),
-              "repetition_penalty": given("repetition_penalty", 1.0),
-              "frequency_penalty": given("frequency_penalty", 0.0),
-              "presence_penalty": given("presence_penalty", 0.0),
-              "stop_token_ids": tuple(given("stop_token_ids", ())),
-              "min_tokens": given("min_tokens", 0),
-              "logit_bias": tuple(sorted(given("logit_bias", ()))),
-              "ignore_eos": bool(args.ignore_eos)}  # fmt: skip
+    plain = SamplingParams(max_new_tokens=max_new_tokens)  # the defaults of flags not given
+    fields = {name: getattr(plain, name) if getattr(args, name) is None else getattr(args, name)
+              for name in _REQUEST_FLAGS}  # fmt: skip
+    fields["ignore_eos"] = bool(fields["ignore_eos"])
+    for name in ("stop_token_ids", "logit_bias"):  # ascending, as the wire takes them
+        fields[name] = tuple(sorted(fields[name]))
     with named_by_flags({name: "--" + name.replace("_", "-") for name in fields}):
         check_sampling(max_new_tokens, fields["temperature"], fields["top_p"], fields["top_k"],
                        fields["min_p"])  # fmt: skip

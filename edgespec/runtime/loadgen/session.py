@@ -70,20 +70,23 @@ def _sampling_label(sampling: SamplingParams) -> str:
     """What the load's requests sample with, as the report shows it: ``greedy``, or the
     fields away from their defaults (``temperature 0.8, top_p 0.9``); the length aside."""
     plain = SamplingParams(max_new_tokens=sampling.max_new_tokens)
-    moved = [f"{f.name} {_shown(getattr(sampling, f.name))}" for f in dataclasses.fields(sampling)
+    moved = [_shown(f.name, getattr(sampling, f.name)) for f in dataclasses.fields(sampling)
              if getattr(sampling, f.name) != getattr(plain, f.name)]  # fmt: skip
     if sampling.greedy:
         moved.insert(0, "greedy")
-    return ", ".join(moved).replace("ignore_eos True", "ignore_eos")
+    return ", ".join(moved)
 
 
-def _shown(value: Any) -> str:
-    """A sampling field's value as the flag takes it (``logit_bias``: ``5:-100,7:2``)."""
+def _shown(name: str, value: Any) -> str:
+    """A sampling field and its value as the flag takes it (``logit_bias 5:-100,7:2``; a
+    switch on, its name alone: ``ignore_eos``)."""
+    if value is True:
+        return name
     if isinstance(value, tuple) and value and isinstance(value[0], tuple):
-        return ",".join(f"{token}:{bias:g}" for token, bias in value)
+        return f"{name} " + ",".join(f"{token}:{bias:g}" for token, bias in value)
     if isinstance(value, tuple):
-        return ",".join(str(v) for v in value)
-    return str(value)
+        return f"{name} " + ",".join(str(v) for v in value)
+    return f"{name} {value}"
 
 
 def _batching(args: argparse.Namespace) -> str:

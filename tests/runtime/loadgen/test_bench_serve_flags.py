@@ -192,3 +192,19 @@ def test_the_server_access_flags_are_the_ones_draft_has() -> None:
     ``--tls-server-name``, with other help (``--server's CA``): one copy now, shared."""
     shared = _access_flags("draft")
     assert len(shared) == 3 and _access_flags("bench", "serve") == shared
+
+
+def test_the_sampling_flags_are_every_requests_sampling() -> None:
+    """Ids given in any order go ascending, as the wire takes them (a SamplingParams of
+    unsorted stop ids was a ValueError traceback); flags not given keep its defaults."""
+    from edgespec.core.types import SamplingParams
+    from edgespec.runtime.commands.bench_serve import add_arguments, load_spec
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--stop-token-ids", "9,1", "--logit-bias", "7:2,5:-100",
+                              "--repetition-penalty", "1.2", "--max-new-tokens", "12"])  # fmt: skip
+    assert load_spec(args).request_sampling == SamplingParams(
+        max_new_tokens=12, stop_token_ids=(1, 9), logit_bias=((5, -100.0), (7, 2.0)),
+        repetition_penalty=1.2,
+    )  # fmt: skip
