@@ -257,7 +257,7 @@ def _tokenizer(
     """``--tokenizer``'s; else the loaded draft's; else the draft's by its name, or the
     server's target's by the name its Health gave, ``target`` (a tokenizer alone: no
     weights load; each load said as it starts); ``None`` when there is none, a
-    :class:`ConfigError` then if a text prompt ``needed`` one."""
+    :class:`ConfigError` then if a text prompt ``needed`` one, or ``--stop``'s text."""
     from edgespec.config import ConfigError
 
     if args.tokenizer:
@@ -272,16 +272,12 @@ def _tokenizer(
         if tokenizer is not None:
             return tokenizer
     tokenizer = _load_tokenizer(target, args.verbose, say) if target else None
-    if tokenizer is None and needed:
-        where = (
-            f"nor has the server's target {target!r} one here"
-            if target
-            else ("and the server does not name its target")
-        )
-        raise ConfigError(
-            "prompt", f"text prompts need a tokenizer: the draft has none, {where} "
-            "(--tokenizer MODEL, or --prompt-ids)",
-        )  # fmt: skip
+    if tokenizer is None and (needed or config.stop):
+        where = f"nor has the server's target {target!r} one here" if target else (
+            "and the server does not name its target")  # fmt: skip
+        what, ids = ("text prompts", ", or --prompt-ids") if needed else ("stop sequences", "")
+        raise ConfigError("prompt" if needed else "stop", f"{what} need a tokenizer: the "
+                          f"draft has none, {where} (--tokenizer MODEL{ids})")  # fmt: skip
     return tokenizer
 
 

@@ -87,6 +87,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-new-tokens", type=int, help="tokens to generate (default 64, or --config's)"
     )
+    parser.add_argument(
+        "--stop",
+        action="append",
+        metavar="TEXT",
+        help="end the output before TEXT (repeat for up to 4; the OpenAI request's stop): the "
+        "text is cut there and the session closed (needs a tokenizer; default none, or "
+        "--config's)",
+    )
     add_sampling_arguments(parser)
     add_server_access_arguments(parser)
     parser.add_argument(
@@ -222,7 +230,7 @@ def add_semantic_arguments(parser: argparse.ArgumentParser) -> None:
 
 _PLAIN_FLAGS = ("draft", "max_new_tokens", "temperature", "top_p", "top_k", "min_p", "ignore_eos",
                 "repetition_penalty", "frequency_penalty", "presence_penalty", "stop_token_ids",
-                "min_tokens", "logit_bias", "auth_token",
+                "min_tokens", "logit_bias", "stop", "auth_token",
                 "tls_ca",
                 "tls_server_name", "max_message_bytes", "request_timeout_s", "max_reconnects",
                 "progress_timeout_s", "retry_timeout_s", "tree", "tree_min_prob",

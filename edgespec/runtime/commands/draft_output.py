@@ -8,35 +8,55 @@ import sys
 from typing import Any
 
 from edgespec.config.overrides import shown
-from edgespec.runtime.detokenize import IncrementalText
 from edgespec.runtime.errors import RequestError
+from edgespec.runtime.openai_api.text import TextStream
 
 
 class Shown:
     """An output on stdout as it streams: with a tokenizer its text as the HTTP endpoint
     returns it (complete characters only: :mod:`edgespec.runtime.detokenize`), else its
-    token ids. ``end`` writes the text held (an unfinished character's U+FFFD) and ends the
-    line. Used as a context manager: an output cut short (a lost server, Ctrl-C) ends its
-    line as the block is left, so the error or stop line on stderr starts its own (it
-    followed the last token on the terminal: ``28edgespec draft: UNAVAILABLE ...``)."""
+    token ids. ``stops`` (``--stop``; a tokenizer's text only): the text is cut before the
+    first of them (what may begin one is held back), ``stopped`` set, and whatever comes
+    after is not shown; :meth:`push` returns ``stopped``, so a generation ends there.
+    ``end`` writes the text held (an unfinished character's U+FFFD) and ends the line;
+    ``num_text_tokens`` is then how many tokens the text took (the endpoint's
+    ``completion_tokens``). Used as a context manager: an output cut short (a lost
+    server, Ctrl-C) ends its line as the block is left, so the error or stop line on
+    stderr starts its own (it followed the last token on the terminal: ``28edgespec
+    draft: UNAVAILABLE ...``)."""
 
     __slots__ = ("_mid_line", "_resent_at", "_text")
 
-    def __init__(self, tokenizer: Any) -> None:
-        self._text = None if tokenizer is None else IncrementalText(tokenizer)
+    def __init__(self, tokenizer: Any, stops: tuple[str, ...] = ()) -> None:
+        if stops and tokenizer is None:
+            raise ValueError("stop sequences need a tokenizer: token ids have no text")
+        self._text = None if tokenizer is None else TextStream(tokenizer, stops)
         self._mid_line = False
         self._resent_at: int | None = None  # the tokens committed at the last resend said
 
-    def push(self, tokens: tuple[int, ...]) -> None:
+    @property
+    def stopped(self) -> bool:
+        """Whether the text reached a stop sequence."""
+        return self._text is not None and self._text.stopped
+
+    @property
+    def num_text_tokens(self) -> int | None:
+        """The tokens the text took (a stop sequence's not counted); ``None``: no text."""
+        return None if self._text is None else self._text.num_tokens
+
+    def push(self, tokens: tuple[int, ...]) -> bool:
+        if self.stopped:
+            return True
         text = f"{list(tokens)} " if self._text is None else self._text.push(tokens)
         sys.stdout.write(text)
         sys.stdout.flush()
         self._resent_at = None
         if text:
             self._mid_line = not text.endswith("\n")
+        return self.stopped
 
     def end(self) -> None:
-        held = "" if self._text is None else self._text.finish()
+        held = "" if self._text is None or self.stopped else self._text.finish()
         sys.stdout.write(held + "\n")
         sys.stdout.flush()
         self._mid_line = False

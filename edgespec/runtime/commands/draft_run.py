@@ -4,10 +4,11 @@ a distributed run; one stats line and one ``--records`` file format for every mo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,12 +125,17 @@ class DraftRun:
             ready()
         arrival = self.clock()
         first = None
-        with Shown(self.tokenizer) as shown:
-            for chunk in self._stream(spec, fused, gamma):
-                if chunk and first is None:
-                    first = self.clock()
-                output.extend(chunk)
-                shown.push(chunk)
+        stream = self._stream(spec, fused, gamma)
+        with Shown(self.tokenizer, config.stop) as shown:
+            try:
+                for chunk in stream:
+                    if chunk and first is None:
+                        first = self.clock()
+                    output.extend(chunk)
+                    if shown.push(chunk):
+                        break  # a stop sequence: the stream is cancelled on the server
+            finally:
+                stream.close()
             finish = self.clock()
             shown.end()
         request = RequestRecord(
@@ -137,9 +143,9 @@ class DraftRun:
             first if first is not None else finish, finish, len(self.prompt), len(output),
             0, 0, 0,
         )  # fmt: skip
-        return Outcome(tuple(output), request)
+        return _cut(Outcome(tuple(output), request), shown)
 
-    def _stream(self, spec: Any, fused: bool, gamma: int) -> Iterator[tuple[int, ...]]:
+    def _stream(self, spec: Any, fused: bool, gamma: int) -> Generator[tuple[int, ...]]:
         """The server-side generation's chunks; until its first chunk arrives the call is
         made again while the server is unreachable, for ``first_open_retry_s`` (after it,
         an error ends the request: the server holds no session to resume)."""
@@ -199,7 +205,7 @@ class DraftRun:
             _warn_measured_agreement(config.draft, semantic.threshold, config.threshold is None)
         budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
         # a lost session is reopened for up to retry_timeout_s
-        shown = Shown(self.tokenizer)
+        shown = Shown(self.tokenizer, config.stop)
         options = DraftOptions(self._session_id(), config.client_id, config.slo_class,
                                config.retry_timeout_s, progress=budget,
                                first_open_retry_s=self.first_open_retry_s,
@@ -218,7 +224,19 @@ class DraftRun:
         if stop is not None:
             sent = (result.request.num_drafted, sum(x.draft_passes for x in result.rounds))
         rounds = result.rounds
-        return Outcome(result.output_token_ids, result.request, rounds, sent, result.semantic)
+        outcome = Outcome(result.output_token_ids, result.request, rounds, sent, result.semantic)
+        return _cut(outcome, shown)
+
+
+def _cut(outcome: Outcome, shown: Shown) -> Outcome:
+    """``outcome`` as its text returned it: at a stop sequence (``--stop``), the output and
+    its count cut to the tokens the text took (those committed past it not counted), as
+    the endpoint's ``completion_tokens``; otherwise unchanged."""
+    num = shown.num_text_tokens
+    if not shown.stopped or num is None:
+        return outcome
+    request = dataclasses.replace(outcome.request, num_output_tokens=num)
+    return dataclasses.replace(outcome, output=outcome.output[:num], request=request)
 
 
 def fused_mode_gamma(config: Any) -> int:

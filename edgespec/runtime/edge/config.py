@@ -67,6 +67,9 @@ class DrafterConfig:
     # end at these token ids as at an EOS; no EOS or stop id before min_tokens tokens
     stop_token_ids: tuple[int, ...] = ()
     min_tokens: int = 0
+    # cut the text before the first of these strings and end there (the OpenAI `stop`;
+    # the device's: it needs a tokenizer, and the server commits up to a round past it)
+    stop: tuple[str, ...] = ()
     # (token id, bias) pairs added to the target's logits before anything else, greedy too
     logit_bias: tuple[tuple[int, float], ...] = ()
     slo_class: str = "default"
@@ -138,7 +141,7 @@ class DrafterConfig:
             )
         check_sampling(self.max_new_tokens, self.temperature, self.top_p, self.top_k, self.min_p)
         check_penalties(self.repetition_penalty, self.frequency_penalty, self.presence_penalty)
-        check_stops(self.stop_token_ids, self.min_tokens, self.max_new_tokens)
+        check_stops(self.stop_token_ids, self.min_tokens, self.max_new_tokens, self.stop)
         check_logit_bias(self.logit_bias)
         if (problem := config_client_id_problem(self)) is not None:
             raise ConfigError("client_id", problem)

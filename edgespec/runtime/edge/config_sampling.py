@@ -1,7 +1,7 @@
 """How a ``DrafterConfig``'s generations are sampled, checked once as it is built: the token
 budget, the temperature and the cuts after it (:mod:`edgespec.core.sampling_cuts`), each as
 the wire carries it, the penalties (:mod:`edgespec.core.penalties`) and where the output may
-end (:mod:`edgespec.core.stop_rules`)."""
+end (:mod:`edgespec.core.stop_rules`: stop ids, ``min_tokens``, stop sequences)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,11 @@ from collections import Counter
 from edgespec.config import ConfigError
 from edgespec.core.penalties import additive_penalty_problem, repetition_penalty_problem
 from edgespec.core.sampling_cuts import cuts_on, logit_bias_problem, min_p_problem, top_k_problem
-from edgespec.core.stop_rules import min_tokens_problem, stop_token_ids_problem
+from edgespec.core.stop_rules import (
+    min_tokens_problem,
+    stop_sequences_problem,
+    stop_token_ids_problem,
+)
 from edgespec.core.wire_limits import UINT32_LIMIT, wire_float_problem
 
 MAX_TEMPERATURE = 1000.0
@@ -62,9 +66,17 @@ def check_penalties(repetition: float, frequency: float, presence: float) -> Non
             raise ConfigError(name, problem)
 
 
-def check_stops(stop_token_ids: tuple[int, ...], min_tokens: int, max_new_tokens: int) -> None:
-    """A :class:`ConfigError` for stop ids the wire cannot carry (any order; each once) or a
-    ``min_tokens`` beyond the budget."""
+def check_stops(
+    stop_token_ids: tuple[int, ...],
+    min_tokens: int,
+    max_new_tokens: int,
+    stop: tuple[str, ...] = (),
+) -> None:
+    """A :class:`ConfigError` for stop ids the wire cannot carry (any order; each once), a
+    ``min_tokens`` beyond the budget or ``stop`` sequences out of range (at most 4, each
+    1..256 characters)."""
+    if (problem := stop_sequences_problem(stop)) is not None:
+        raise ConfigError("stop", problem)
     twice = sorted(t for t, n in Counter(stop_token_ids).items() if n > 1)
     if twice:
         raise ConfigError("stop_token_ids", f"names token {twice[0]} more than once")

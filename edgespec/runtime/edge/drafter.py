@@ -125,12 +125,14 @@ def generate(
     sampling: SamplingParams,
     options: DraftOptions,
     window: WindowPolicy | None = None,
-    on_tokens: Callable[[tuple[int, ...]], None] | None = None,
+    on_tokens: Callable[[tuple[int, ...]], bool | None] | None = None,
     clock: Callable[[], float] = time.perf_counter,
     stop: DraftStopPolicy | None = None,
     semantic: SemanticRequest | None = None,
 ) -> GenerationResult:
     """Distributed speculative decoding of one request; returns the committed output.
+    ``on_tokens``: each round's committed tokens as they arrive; it returns ``True`` to end
+    the generation there (the session closed as at its end: a stop sequence found).
     ``stop``: a stop predictor, which the drafter must support (else ``ValueError``).
     A fused decision needs a :class:`FusedVerifier` (else ``FAILED_PRECONDITION``).
     ``semantic``: verify with the server's lossy semantic rule (greedy chain drafters
@@ -160,7 +162,7 @@ def _generate(
     sampling: SamplingParams,
     options: DraftOptions,
     window: WindowPolicy | None,
-    on_tokens: Callable[[tuple[int, ...]], None] | None,
+    on_tokens: Callable[[tuple[int, ...]], bool | None] | None,
     clock: Callable[[], float],
     stop: DraftStopPolicy | None,
     semantic: SemanticRequest | None = None,

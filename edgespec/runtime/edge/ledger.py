@@ -42,7 +42,7 @@ class Ledger:
     def __init__(
         self,
         request_id: str,
-        on_tokens: Callable[[tuple[int, ...]], None] | None,
+        on_tokens: Callable[[tuple[int, ...]], bool | None] | None,
         feature: FeatureDraftBackend | None,
         clock: Callable[[], float],
         pair: str = "",
@@ -57,6 +57,7 @@ class Ledger:
         self.history = WindowHistory(pair)
         self.first_token_s: float | None = None
         self._on_tokens = on_tokens
+        self.ended_here = False  # on_tokens said the output ends (a stop sequence)
         self._feature = feature
         self.clock = clock
 
@@ -70,7 +71,9 @@ class Ledger:
         fused: bool = False,
     ) -> bool:
         """Take in a verified round that reached the device at ``end``; ``times`` =
-        (start, end, draft, uplink, downlink). Returns whether the request finished."""
+        (start, end, draft, uplink, downlink). Returns whether the request finished: the
+        server ended it, or ``on_tokens`` returned ``True`` for this round or an earlier one
+        (the device's stop sequence; a fused run is read to its end)."""
         start, end, draft_s, uplink_s, downlink_s = times
         outcome = reply.outcome
         self.output.extend(outcome.committed_token_ids)
@@ -81,7 +84,7 @@ class Ledger:
         if self._on_logprobs is not None and outcome.logprobs:
             self._on_logprobs(outcome.logprobs)
         if self._on_tokens is not None and outcome.committed_token_ids:
-            self._on_tokens(outcome.committed_token_ids)
+            self.ended_here |= bool(self._on_tokens(outcome.committed_token_ids))
         observe_s = self._observe(outcome)
         network_s = uplink_s + downlink_s
         self.history.record(round_outcome(gamma, reply, len(self.output), network_s, fused), end)
@@ -104,7 +107,7 @@ class Ledger:
                 fused=fused,
             )
         )
-        return outcome.finished
+        return outcome.finished or self.ended_here
 
     def _observe(self, outcome: VerifyOutcome) -> float:
         """Hand a feature draft the verification's hidden rows; the time it took."""

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from edgespec.core.stop_rules import MAX_STOP, MAX_STOP_CHARS
 from edgespec.core.wire_limits import SEED_LIMIT, UINT32_LIMIT
 from edgespec.runtime.openai_api.body import utf8_text
 from edgespec.runtime.openai_api.errors import clip, invalid, shown
@@ -31,12 +32,8 @@ from edgespec.runtime.openai_api.sampling_fields import (
 )
 from edgespec.runtime.validation import MAX_IDENTIFIER_CHARS
 
-MAX_STOP = 4
 MAX_STOP_TOKEN_IDS = 64
 """The most ``stop_token_ids`` a request names (vLLM's field: tokens that end the output)."""
-MAX_STOP_CHARS = 256
-"""The longest stop sequence: the text stream holds back what may begin one, looking at
-every prefix of it after each token (time grows with its length squared)."""
 
 
 @dataclass(frozen=True, slots=True)

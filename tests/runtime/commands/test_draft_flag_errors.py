@@ -278,6 +278,22 @@ def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
             "--stop-token-ids: the endpoint (--serve-openai) takes each request's own "
             "stop_token_ids; drop --stop-token-ids",
         ),
+        (
+            ["--prompt-ids", "1", *[x for s in "abcde" for x in ("--stop", s)]],
+            "--stop: takes at most 4 sequences, got 5",
+        ),
+        (
+            ["--prompt-ids", "1", "--stop", ""],
+            "--stop: must be non-empty strings, got ['']",
+        ),
+        (
+            ["--prompt-ids", "1", "--stop", "x" * 257],
+            "--stop: a stop sequence has at most 256 characters, got 257",
+        ),
+        (
+            ["--serve-openai", "127.0.0.1:0", "--stop", "\n"],
+            "--stop: the endpoint (--serve-openai) takes each request's own stop; drop --stop",
+        ),
         (  # was ignored: greedy decoding draws nothing
             ["--prompt-ids", "1", "--seed", "3"],
             "--seed 3 is for sampling (--temperature > 0); greedy decoding draws nothing",
@@ -293,6 +309,20 @@ def test_flag_mistakes_exit_2_before_any_request(
 ) -> None:
     assert main([*BASE, *flags]) == 2
     assert capsys.readouterr().err.strip() == f"edgespec draft: {message}"
+    assert all(not v.asked for v in fake)
+
+
+def test_stop_without_a_tokenizer_is_refused_before_the_first_token(
+    fake: list[FakeVerifier], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stop sequence is found in the text: with token ids, the ``ngram`` draft and a
+    server that names no target, there is none, and ``--stop`` is refused (exit 2) once
+    the server has said so, before any generation."""
+    assert main([*BASE, "--prompt-ids", "1", "--stop", "\n"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "edgespec draft: --stop: stop sequences need a tokenizer: the draft has none, and the "
+        "server does not name its target (--tokenizer MODEL)"
+    )
     assert all(not v.asked for v in fake)
 
 
