@@ -16,7 +16,8 @@ class Shown:
     """An output on stdout as it streams: with a tokenizer its text as the HTTP endpoint
     returns it (complete characters only: :mod:`edgespec.runtime.detokenize`), else its
     token ids. ``stops`` (``--stop``; a tokenizer's text only): the text is cut before the
-    first of them (what may begin one is held back), ``stopped`` set, and whatever comes
+    first of them (what may begin one is held back; one ending in the first ``min_tokens``
+    tokens' text does not count, as the endpoint's), ``stopped`` set, and whatever comes
     after is not shown; :meth:`push` returns ``stopped``, so a generation ends there.
     ``end`` writes the text held (an unfinished character's U+FFFD) and ends the line;
     ``num_text_tokens`` is then how many tokens the text took (the endpoint's
@@ -27,10 +28,12 @@ class Shown:
 
     __slots__ = ("_mid_line", "_resent_at", "_text")
 
-    def __init__(self, tokenizer: Any, stops: tuple[str, ...] = ()) -> None:
+    def __init__(self, tokenizer: Any, stops: tuple[str, ...] = (), min_tokens: int = 0) -> None:
         if stops and tokenizer is None:
             raise ValueError("stop sequences need a tokenizer: token ids have no text")
-        self._text = None if tokenizer is None else TextStream(tokenizer, stops)
+        self._text = (
+            None if tokenizer is None else TextStream(tokenizer, stops, min_tokens=min_tokens)
+        )
         self._mid_line = False
         self._resent_at: int | None = None  # the tokens committed at the last resend said
 

@@ -126,7 +126,7 @@ class DraftRun:
         arrival = self.clock()
         first = None
         stream = self._stream(spec, fused, gamma)
-        with Shown(self.tokenizer, config.stop) as shown:
+        with Shown(self.tokenizer, config.stop, config.min_tokens) as shown:
             try:
                 for chunk in stream:
                     if chunk and first is None:
@@ -205,7 +205,7 @@ class DraftRun:
             _warn_measured_agreement(config.draft, semantic.threshold, config.threshold is None)
         budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
         # a lost session is reopened for up to retry_timeout_s
-        shown = Shown(self.tokenizer, config.stop)
+        shown = Shown(self.tokenizer, config.stop, config.min_tokens)
         options = DraftOptions(self._session_id(), config.client_id, config.slo_class,
                                config.retry_timeout_s, progress=budget,
                                first_open_retry_s=self.first_open_retry_s,

@@ -108,3 +108,14 @@ def test_a_stop_split_across_rounds_is_held_back_and_nothing_after_it_shown(
 def test_stop_sequences_without_a_tokenizer_are_refused() -> None:
     with pytest.raises(ValueError, match="stop sequences need a tokenizer"):
         Shown(None, ("x",))
+
+
+def test_a_stop_within_min_tokens_does_not_count(capsys: pytest.CaptureFixture[str]) -> None:
+    """As the endpoint's (vLLM's ``min_tokens``): ``b`` in the first 3 tokens' text is no
+    stop; the next ``b`` is, and the text ends before it."""
+    shown = Shown(_Words(), ("b",), min_tokens=3)
+    assert shown.push((0, 1, 2)) is False
+    assert shown.push((3, 1, 4)) is True
+    shown.end()
+    assert capsys.readouterr().out == "abcd\n"
+    assert shown.num_text_tokens == 4
