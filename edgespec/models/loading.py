@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgespec.arguments import DTYPE_NAMES
 from edgespec.models.devices import check_device_available
-from edgespec.models.gemma_cache import gemma_directory, gemma_tokenizer
+from edgespec.models.gemma_cache import gemma_directory, gemma_tokenizer, gemma_tokenizer_directory
 from edgespec.models.gguf_file import gguf_problem, load_gguf, unusable_gguf
 from edgespec.models.registry import (
     FEATURE_DRAFT_MARKER,
@@ -128,7 +128,7 @@ def _draft_tokenizer(directory: Path, draft: Any) -> Any:
         return None
     target = resolve_model(target_name)
     if target.source is ModelSource.GEMMA3_270M_GGUF:
-        return gemma_tokenizer(gemma_directory())
+        return gemma_tokenizer(gemma_tokenizer_directory())
     if target.source is ModelSource.HF_DIRECTORY and target.path is not None:
         return AutoTokenizer.from_pretrained(str(target.path))
     return None
@@ -180,7 +180,7 @@ def load_tokenizer(name: str, verbose: bool = False) -> Any | None:
         return None
     with library_output(verbose):
         if spec.source is ModelSource.GEMMA3_270M_GGUF:
-            return gemma_tokenizer(gemma_directory())
+            return gemma_tokenizer(gemma_tokenizer_directory())
         if spec.source is ModelSource.GGUF_FILE or spec.path is None:
             return load_model(spec, verbose=verbose).tokenizer
         if (spec.path / "tokenizer_config.json").is_file():

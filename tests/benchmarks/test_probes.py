@@ -43,6 +43,7 @@ def test_probes_exist() -> None:
         "openai_concurrency.py",
         "pass_ops.py",
         "row_products.py",
+        "tokenizer_load.py",
         "tree_bound.py",
     ]
     assert all((ROOT / "benchmarks" / "probes" / name).is_file() for name in HELPERS)

@@ -40,6 +40,11 @@ def test_one_reader_per_file_and_mode_within_the_block(monkeypatch: pytest.Monke
         raise RuntimeError("conversion failed")
     assert module.GGUFReader is _CountingReader
     assert gguf.GGUFReader("/m/a.gguf") is not config  # outside the block: built afresh
+    with one_reader_per_file():
+        outer = gguf.GGUFReader("/m/a.gguf")
+        with one_reader_per_file():
+            inner = gguf.GGUFReader("/m/a.gguf")  # a nested block shares the outer's readers
+    assert inner is outer
 
 
 def test_the_converted_copy_stops_on_the_ids_its_gguf_declares(tmp_path: Path) -> None:
