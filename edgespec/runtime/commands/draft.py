@@ -151,7 +151,8 @@ def _serve_openai(
     limits = Limits(args.openai_max_body_bytes, args.openai_max_prompt_tokens,
                     args.openai_max_tokens)  # fmt: skip
     serve.check_limits(config.max_new_tokens, limits)
-    concurrency = serve.concurrency(args.openai_max_concurrent, args.openai_max_queued)
+    concurrency = serve.concurrency(args.openai_max_concurrent, args.openai_max_queued,
+                                    args.openai_max_per_client)  # fmt: skip
     ensure_port_free(host, port)  # before the server is reached or the draft loads
     check_draft_name(config.draft)
     reached = connect_waiting(config, routing, say)  # each server's Health, asked once

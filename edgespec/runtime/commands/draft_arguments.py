@@ -67,6 +67,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="--serve-openai: requests waiting for a generation slot; beyond, 429 with "
         "Retry-After (default: as many as --openai-max-concurrent)",
     )
+    parser.add_argument(
+        "--openai-max-per-client",
+        type=positive_int,
+        metavar="N",
+        help="--serve-openai: requests one client address may have running or queued; "
+        "beyond, 429 with Retry-After (default: no cap; an endpoint that several hosts share "
+        "may set it to --openai-max-concurrent, leaving the queue to the others)",
+    )
     parser.add_argument("--tokenizer", help="tokenizer (model dir/name) if the draft has none")
     parser.add_argument("--config", help="DrafterConfig YAML file")
     parser.add_argument(

@@ -4,7 +4,11 @@ Each generation runs on a thread of the endpoint's own pool of ``max_running`` w
 (never the event loop's default executor, where prompts are tokenized; ``/health``'s probes
 have a pool of their own too: :mod:`.health`). A request that finds every worker busy waits
 in a FIFO queue of at most ``max_queued``; beyond that it is refused at once with a 429 and
-``Retry-After``. ``/metrics`` shows the running and queued requests. :class:`Line` (places
+``Retry-After``. So is a request from a client (its address) that already has
+``max_per_client`` requests running or queued, when that cap is set: with it at
+``max_running``, one client may hold every worker but not the queue too, which stays for
+the others. ``/metrics`` shows the running and queued
+requests. :class:`Line` (places
 held, the rest waiting in order) is shared with the line of prompts waiting to be
 tokenized (:mod:`.tokenizing`).
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -26,15 +31,19 @@ for its verifications, not drafting (docs/DEPLOY.md, sizing a device's endpoint)
 
 @dataclass(frozen=True, slots=True)
 class Concurrency:
-    """At most ``max_running`` generations at once and ``max_queued`` more waiting."""
+    """At most ``max_running`` generations at once and ``max_queued`` more waiting, of which
+    at most ``max_per_client`` (running or waiting) from one client address (``None``: no
+    cap per client)."""
 
     max_running: int
     max_queued: int
+    max_per_client: int | None = None
 
     @staticmethod
     def for_device(num_cores: int | None = None) -> Concurrency:
         """The default for a device of ``num_cores`` (this one's when ``None``):
-        ``GENERATIONS_PER_CORE`` per core running, as many again queued."""
+        ``GENERATIONS_PER_CORE`` per core running, as many again queued, no cap per client
+        (a device's endpoint most often serves one local program, whose bursts queue)."""
         cores = num_cores if num_cores is not None else (os.cpu_count() or 1)
         running = GENERATIONS_PER_CORE * max(cores, 1)
         return Concurrency(running, running)
@@ -110,23 +119,59 @@ class Admission(Line):
         self.limits = limits
         self.executor = ThreadPoolExecutor(limits.max_running, "edgespec-openai")
         self.refused_total = 0
+        self.refused_per_client_total = 0
         self.admitted_total = 0
+        self._per_client: dict[str, int] = {}  # requests running or queued, by client
 
     @property
     def running(self) -> int:
         return self.held
 
-    async def acquire(self) -> None:
-        """A worker for one generation, waiting in line for it when all are busy; a 429
-        when the line is full. The caller must :meth:`release` it."""
+    async def acquire(self, client: str) -> None:
+        """A worker for one generation of ``client`` (its address), waiting in line for it
+        when all are busy; a 429 when the client has ``max_per_client`` requests running
+        or queued, or when the line is full. The caller must call :meth:`releaser`'s
+        function for the client once done."""
+        held, cap = self._per_client.get(client, 0), self.limits.max_per_client
+        if cap is not None and held >= cap:
+            self.refused_total += 1
+            self.refused_per_client_total += 1
+            raise busy(f"client {client} has {held} requests running or queued "
+                       f"(--openai-max-per-client {cap})")  # fmt: skip
         full = self.held >= self.slots or self.queued > 0
         if full and self.queued >= self.limits.max_queued:
             self.refused_total += 1
             raise busy(f"{self.running} generations running and {self.queued} queued "
                        f"(--openai-max-concurrent {self.limits.max_running}, "
                        f"--openai-max-queued {self.limits.max_queued})")  # fmt: skip
-        await self._take()
+        self._per_client[client] = held + 1
+        try:
+            await self._take()
+        except BaseException:  # cancelled while queued: the client left
+            self._forget(client)
+            raise
         self.admitted_total += 1
+
+    def releaser(self, client: str) -> Callable[[], None]:
+        """What releases ``client``'s worker once its generation is done."""
+
+        def release() -> None:
+            self.release()
+            self._forget(client)
+
+        return release
+
+    def _forget(self, client: str) -> None:
+        left = self._per_client[client] - 1
+        if left:
+            self._per_client[client] = left
+        else:
+            del self._per_client[client]  # the map holds only clients with requests
+
+    @property
+    def num_clients(self) -> int:
+        """Clients with requests running or queued."""
+        return len(self._per_client)
 
     def metrics(self) -> str:
         """The admission gauges and counters in Prometheus' text format."""
@@ -135,6 +180,10 @@ class Admission(Line):
             ("requests_queued", "gauge", "requests waiting for a worker", self.queued),
             ("max_running", "gauge", "--openai-max-concurrent", self.limits.max_running),
             ("max_queued", "gauge", "--openai-max-queued", self.limits.max_queued),
+            ("clients_in_flight", "gauge", "clients with requests running or queued",
+             self.num_clients),
             ("requests_admitted_total", "counter", "generations started", self.admitted_total),
             ("requests_refused_total", "counter", "requests refused with 429", self.refused_total),
+            ("requests_refused_per_client_total", "counter",
+             "requests refused with 429 for their client's cap", self.refused_per_client_total),
         ))  # fmt: skip

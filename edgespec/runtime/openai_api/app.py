@@ -146,13 +146,14 @@ async def _complete(
             raise (of_prompt(index, exc) if is_batch(body, chat) else exc) from None
     work: Work = partial(run_prompts, setup, tuple(prepared))
     await lines.health.refuse_if_hopeless(setup.config.retry_timeout_s)  # 503: no server
-    admission = lines.admission
-    await _waited(request, admission.acquire(), admission.release)  # 429: queue full
+    admission, client = lines.admission, _client_address(request)
+    release = admission.releaser(client)
+    await _waited(request, admission.acquire(client), release)  # 429: the client's cap, full
     try:
         lines.in_flight.check_open()  # 503: the endpoint is stopping
-        running = Running(work, admission.executor, admission.release)
+        running = Running(work, admission.executor, release)
     except BaseException:
-        admission.release()
+        release()
         raise
     lines.in_flight.started(running, place)
     shape = Shape.new(parsed.model, chat, parsed.include_usage, parsed.n * len(batch))
@@ -168,6 +169,11 @@ async def _complete(
     events = sse(running, first, shape, lambda e: _failed(e, setup, lines, streamed=True).body())
     return StreamingResponse(events, media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})  # fmt: skip
+
+
+def _client_address(request: Request) -> str:
+    """Who sent ``request``, as the admission counts clients: its peer's address."""
+    return request.client.host if request.client is not None else "unknown"
 
 
 async def _done_unless_gone(request: Request, task: asyncio.Future[Any]) -> bool:

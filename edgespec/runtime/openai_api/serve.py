@@ -128,8 +128,11 @@ def parse_address(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def concurrency(max_running: int | None, max_queued: int | None) -> Concurrency:
-    """``--openai-max-concurrent`` and ``--openai-max-queued``, each sized to the device
+def concurrency(
+    max_running: int | None, max_queued: int | None, max_per_client: int | None = None
+) -> Concurrency:
+    """``--openai-max-concurrent``, ``--openai-max-queued`` (as many as running when not
+    given) and ``--openai-max-per-client`` (no cap when not given), sized to the device
     when not given (:meth:`Concurrency.for_device`)."""
     from edgespec.config import ConfigError
 
@@ -138,7 +141,7 @@ def concurrency(max_running: int | None, max_queued: int | None) -> Concurrency:
     queued = running if max_queued is None else max_queued
     if queued < 0:
         raise ConfigError("openai_max_queued", f"must be >= 0, got {queued}")
-    return Concurrency(running, queued)
+    return Concurrency(running, queued, max_per_client)
 
 
 def check_serve_flags(mode: str, compare: bool, records: str | None, stop: Any,

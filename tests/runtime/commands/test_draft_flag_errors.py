@@ -357,6 +357,25 @@ def test_prompt_ids_that_are_no_token_ids_are_a_usage_error(
     )
 
 
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("0", "must be >= 1, got 0"),
+        ("-2", "must be >= 1, got -2"),
+        ("x", "expected an integer, got 'x'"),
+    ],
+)
+def test_a_cap_per_client_under_one_is_a_usage_error(
+    value: str, why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["draft", "--serve-openai", "127.0.0.1:0", "--openai-max-per-client", value])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"edgespec draft: error: argument --openai-max-per-client: {why}"
+    )
+
+
 def test_a_tree_drafter_holds_24_nodes_unless_told() -> None:
     from edgespec.runtime.edge.draft_backends import make_drafter
     from tests.models.tiny import tiny_target

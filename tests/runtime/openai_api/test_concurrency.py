@@ -6,6 +6,7 @@ finish once the server goes on."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 import time
@@ -44,7 +45,10 @@ class HeldTarget(TransformersTarget):
 
 
 @pytest.fixture
-def held(target_model: Any, draft_model: Any) -> Iterator[ApiThread]:
+def held(
+    request: pytest.FixtureRequest, target_model: Any, draft_model: Any
+) -> Iterator[ApiThread]:
+    admits: Concurrency = getattr(request, "param", ADMITS)
     HeldTarget.go.clear()
     # the load-time probes would be held too: the masks and numerics are tested elsewhere
     server: ServerThread = start_server(
@@ -54,7 +58,7 @@ def held(target_model: Any, draft_model: Any) -> Iterator[ApiThread]:
     config = from_dict(DrafterConfig, {"server": address, "draft": "tiny-draft"})
     setup = EdgeSetup(config, draft_model, word_tokenizer(64), 64, 24,
                       (RemoteVerifier(address, timeout_s=60.0),))  # fmt: skip
-    api = ApiThread(build_app(setup, ApiConfig(MODEL, limits=LIMITS, concurrency=ADMITS)),
+    api = ApiThread(build_app(setup, ApiConfig(MODEL, limits=LIMITS, concurrency=admits)),
                     "127.0.0.1").start()  # fmt: skip
     yield api
     HeldTarget.go.set()
@@ -73,17 +77,19 @@ def _metrics(api: ApiThread) -> dict[str, float]:
     return {name.removeprefix("edgespec_openai_"): float(value) for name, value in rows}
 
 
-def _stream(api: ApiThread, index: int) -> tuple[int, Any, str]:
+def _stream(api: ApiThread, index: int, source: str = "127.0.0.1") -> tuple[int, Any, str]:
+    """A streamed completion sent from the address ``source`` (any 127.x.y.z is this host)."""
     body = {"model": MODEL, "prompt": f"w{index % 60 + 1} w2 w3", "max_tokens": 6,
             "stream": True}  # fmt: skip
-    request = urllib.request.Request(f"http://127.0.0.1:{api.port}/v1/completions",
-                                     data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})  # fmt: skip
+    connection = http.client.HTTPConnection("127.0.0.1", api.port, timeout=120,
+                                            source_address=(source, 0))  # fmt: skip
     try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            return response.status, response.headers, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.headers, exc.read().decode()
+        connection.request("POST", "/v1/completions", json.dumps(body),
+                           {"Content-Type": "application/json"})  # fmt: skip
+        response = connection.getresponse()
+        return response.status, response.headers, response.read().decode()
+    finally:
+        connection.close()
 
 
 def _wait_for(api: ApiThread, running: int, queued: int, refused: int) -> None:
@@ -125,8 +131,6 @@ def test_admits_queues_then_refuses_with_429(held: ApiThread) -> None:
 def test_a_client_that_leaves_while_queued_gives_its_place_up(held: ApiThread) -> None:
     """Before, a queued request kept its place after its client left (a live request got
     429 meanwhile) and then started a generation nobody would read."""
-    import http.client
-
     with ThreadPoolExecutor(4) as pool:
         replies = [pool.submit(_stream, held, i) for i in range(4)]
         _wait_for(held, running=4, queued=0, refused=0)
@@ -145,6 +149,34 @@ def test_a_client_that_leaves_while_queued_gives_its_place_up(held: ApiThread) -
         assert [f.result(timeout=120)[0] for f in replies] == [200] * 4
     _wait_for(held, running=0, queued=0, refused=0)
     assert _metrics(held)["requests_admitted_total"] == 4  # the two never started
+
+
+@pytest.mark.parametrize("held", [Concurrency(4, 4, max_per_client=3)], indirect=True)
+def test_one_client_is_capped_and_the_others_are_still_served(held: ApiThread) -> None:
+    """A client (an address) with 3 requests running or queued gets 429 for its next ones,
+    and the worker and the queue it did not take stay for the others; before, one client
+    could take every worker and the whole queue."""
+    with ThreadPoolExecutor(7) as pool:
+        greedy = [pool.submit(_stream, held, i) for i in range(5)]
+        _wait_for(held, running=3, queued=0, refused=2)
+        refused_now = [f for f in greedy if f.done()]  # answered at once
+        others = [pool.submit(_stream, held, i, "127.0.0.2") for i in range(2)]
+        _wait_for(held, running=4, queued=1, refused=2)
+        seen = _metrics(held)
+        assert (seen["clients_in_flight"], seen["requests_refused_per_client_total"]) == (2, 2)
+        HeldTarget.go.set()
+        served = [f.result(timeout=120) for f in [*greedy, *others] if f not in refused_now]
+    refused = [f.result() for f in refused_now]
+    assert len(refused) == 2
+    for status, headers, text in refused:
+        assert (status, headers["Retry-After"]) == (429, "1")
+        assert json.loads(text)["error"]["message"] == (
+            "the endpoint is busy: client 127.0.0.1 has 3 requests running or queued "
+            "(--openai-max-per-client 3); retry after 1s"
+        )
+    assert [status for status, _, _ in served].count(200) == 5
+    _wait_for(held, running=0, queued=0, refused=2)
+    assert _metrics(held)["clients_in_flight"] == 0
 
 
 @pytest.mark.parametrize(

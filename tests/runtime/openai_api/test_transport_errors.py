@@ -204,6 +204,7 @@ def test_the_limit_flags_reach_the_endpoint(
                  "--openai-max-tokens", "7", "--max-new-tokens", "7",
                  "--openai-max-concurrent", "3", "--openai-max-queued", "0",
                  "--retry-timeout-s", "2.5"]) == 130  # fmt: skip
-    assert seen == [Limits(), Limits(1000, 9, 7)]
-    assert admits == [Concurrency.for_device(), Concurrency(3, 0)]
-    assert retries == [30.0, 2.5]
+    assert main([*argv, "--openai-max-concurrent", "3", "--openai-max-per-client", "2"]) == 130
+    assert seen == [Limits(), Limits(1000, 9, 7), Limits()]
+    assert admits == [Concurrency.for_device(), Concurrency(3, 0), Concurrency(3, 3, 2)]
+    assert retries == [30.0, 2.5, 30.0]
