@@ -39,6 +39,13 @@ class Concurrency:
     max_queued: int
     max_per_client: int | None = None
 
+    def told(self) -> str:
+        """As the start-up line says it: ``8 generations at once, 8 queued`` (``, at most
+        2 per client`` where capped)."""
+        told = f"{self.max_running} generations at once, {self.max_queued} queued"
+        return told if self.max_per_client is None else (
+            f"{told}, at most {self.max_per_client} per client")  # fmt: skip
+
     @staticmethod
     def for_device(num_cores: int | None = None) -> Concurrency:
         """The default for a device of ``num_cores`` (this one's when ``None``):

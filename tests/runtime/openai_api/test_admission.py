@@ -63,3 +63,8 @@ async def _no_cap() -> None:
 
 def test_without_a_cap_per_client_one_client_may_take_every_worker() -> None:
     asyncio.run(_no_cap())
+
+
+def test_the_start_up_line_says_the_cap_per_client_where_there_is_one() -> None:
+    assert Concurrency(8, 8).told() == "8 generations at once, 8 queued"
+    assert Concurrency(8, 0, 2).told() == "8 generations at once, 0 queued, at most 2 per client"
