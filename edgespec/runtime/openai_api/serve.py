@@ -246,9 +246,9 @@ def serve_openai(
             server = ApiThread(app, host, port).start()
         except OSError as exc:  # the port taken since it was checked, no descriptors left
             raise UserInputError(str(exc)) from None
-        told = f"{admits.told()}; {connections_told(server.budget, raised)}"
+        said = f"{admits.told()}; {connections_told(server.budget, raised)}"
         url = f"http://{host}:{server.port}/v1"
-        say(f"OpenAI-compatible endpoint on {url} (model {model_id!r}; {told})")
+        say(f"OpenAI-compatible endpoint on {url} (model {model_id!r}; {said})")
         return serve_until_stopped(server, in_flight, signals.wait, say)
 
 
