@@ -71,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--openai-max-per-client",
         type=positive_int,
         metavar="N",
-        help="--serve-openai: requests one client address may have running or queued; "
+        help="--serve-openai: requests one client address may have in flight; "
         "beyond, 429 with Retry-After (default: no cap; an endpoint that several hosts share "
         "may set it to --openai-max-concurrent, leaving the queue to the others)",
     )

@@ -35,7 +35,8 @@ speculative decoding against the verification server(s).
   time off the event loop, a 429 when too many wait; the prompt as token ids (text, ids, or
   chat messages through the chat template, special-token text in their contents kept as
   text);
-* :mod:`.admission` — how many generations run at once and how many may wait;
+* :mod:`.admission`, :mod:`.waits` — how many generations run at once, how many may wait,
+  how many requests one client may have in flight; waits that end when the client leaves;
 * :mod:`.logprob_fields` — the returned tokens' log-probabilities as OpenAI shapes them;
 * :mod:`.request_checks` — what a request is refused before it waits for a worker
   (greedy-only drafting, an SLO class, the target's context);

@@ -4,10 +4,10 @@ Each generation runs on a thread of the endpoint's own pool of ``max_running`` w
 (never the event loop's default executor, where prompts are tokenized; ``/health``'s probes
 have a pool of their own too: :mod:`.health`). A request that finds every worker busy waits
 in a FIFO queue of at most ``max_queued``; beyond that it is refused at once with a 429 and
-``Retry-After``. So is a request from a client (its address) that already has
-``max_per_client`` requests running or queued, when that cap is set: with it at
-``max_running``, one client may hold every worker but not the queue too, which stays for
-the others. ``/metrics`` shows the running and queued
+``Retry-After``. So is a request, as it arrives, from a client (its address) that already
+has ``max_per_client`` requests in flight (being read, tokenized, queued or run), when that
+cap is set: with it at ``max_running``, one client may hold every worker but not the queue
+or the tokenizer's line too, which stay for the others. ``/metrics`` shows the running and queued
 requests. :class:`Line` (places
 held, the rest waiting in order) is shared with the line of prompts waiting to be
 tokenized (:mod:`.tokenizing`).
@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import deque
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -31,9 +30,8 @@ for its verifications, not drafting (docs/DEPLOY.md, sizing a device's endpoint)
 
 @dataclass(frozen=True, slots=True)
 class Concurrency:
-    """At most ``max_running`` generations at once and ``max_queued`` more waiting, of which
-    at most ``max_per_client`` (running or waiting) from one client address (``None``: no
-    cap per client)."""
+    """At most ``max_running`` generations at once and ``max_queued`` more waiting; at most
+    ``max_per_client`` requests in flight from one client address (``None``: no cap)."""
 
     max_running: int
     max_queued: int
@@ -118,8 +116,29 @@ def prometheus(rows: tuple[tuple[str, str, str, int], ...]) -> str:
                    for name, kind, text, value in rows)  # fmt: skip
 
 
+class ClientHold:
+    """One request counted against its client's cap, from its arrival until its answer
+    ends; :meth:`leave` counts it out (once, however often it is called)."""
+
+    def __init__(self, counts: dict[str, int], client: str) -> None:
+        self._counts, self.client = counts, client
+        counts[client] = counts.get(client, 0) + 1
+        self._left = False
+
+    def leave(self) -> None:
+        if self._left:
+            return
+        self._left = True
+        left = self._counts[self.client] - 1
+        if left:
+            self._counts[self.client] = left
+        else:
+            del self._counts[self.client]  # the map holds only clients with requests
+
+
 class Admission(Line):
-    """Admits generations onto its own worker pool (use on the event loop's thread only)."""
+    """Admits generations onto its own worker pool (use on the event loop's thread only),
+    counting each client's requests in flight (:meth:`hold`)."""
 
     def __init__(self, limits: Concurrency) -> None:
         super().__init__(limits.max_running)
@@ -128,56 +147,39 @@ class Admission(Line):
         self.refused_total = 0
         self.refused_per_client_total = 0
         self.admitted_total = 0
-        self._per_client: dict[str, int] = {}  # requests running or queued, by client
+        self._per_client: dict[str, int] = {}  # requests in flight, by client
 
     @property
     def running(self) -> int:
         return self.held
 
-    async def acquire(self, client: str) -> None:
-        """A worker for one generation of ``client`` (its address), waiting in line for it
-        when all are busy; a 429 when the client has ``max_per_client`` requests running
-        or queued, or when the line is full. The caller must call :meth:`releaser`'s
-        function for the client once done."""
+    def hold(self, client: str) -> ClientHold:
+        """A request of ``client`` (its address) counted in as it arrives, or a 429 when
+        the client has ``max_per_client`` requests in flight (being read, tokenized,
+        queued or run). The caller must :meth:`ClientHold.leave` once it is answered."""
         held, cap = self._per_client.get(client, 0), self.limits.max_per_client
         if cap is not None and held >= cap:
             self.refused_total += 1
             self.refused_per_client_total += 1
-            raise busy(f"client {client} has {held} requests running or queued "
+            raise busy(f"client {client} has {held} requests in flight "
                        f"(--openai-max-per-client {cap})")  # fmt: skip
+        return ClientHold(self._per_client, client)
+
+    async def acquire(self) -> None:
+        """A worker for one generation, waiting in line for it when all are busy; a 429
+        when the line is full. The caller must :meth:`release` it."""
         full = self.held >= self.slots or self.queued > 0
         if full and self.queued >= self.limits.max_queued:
             self.refused_total += 1
             raise busy(f"{self.running} generations running and {self.queued} queued "
                        f"(--openai-max-concurrent {self.limits.max_running}, "
                        f"--openai-max-queued {self.limits.max_queued})")  # fmt: skip
-        self._per_client[client] = held + 1
-        try:
-            await self._take()
-        except BaseException:  # cancelled while queued: the client left
-            self._forget(client)
-            raise
+        await self._take()
         self.admitted_total += 1
-
-    def releaser(self, client: str) -> Callable[[], None]:
-        """What releases ``client``'s worker once its generation is done."""
-
-        def release() -> None:
-            self.release()
-            self._forget(client)
-
-        return release
-
-    def _forget(self, client: str) -> None:
-        left = self._per_client[client] - 1
-        if left:
-            self._per_client[client] = left
-        else:
-            del self._per_client[client]  # the map holds only clients with requests
 
     @property
     def num_clients(self) -> int:
-        """Clients with requests running or queued."""
+        """Clients with requests in flight."""
         return len(self._per_client)
 
     def metrics(self) -> str:
@@ -187,7 +189,7 @@ class Admission(Line):
             ("requests_queued", "gauge", "requests waiting for a worker", self.queued),
             ("max_running", "gauge", "--openai-max-concurrent", self.limits.max_running),
             ("max_queued", "gauge", "--openai-max-queued", self.limits.max_queued),
-            ("clients_in_flight", "gauge", "clients with requests running or queued",
+            ("clients_in_flight", "gauge", "clients with requests in flight",
              self.num_clients),
             ("requests_admitted_total", "counter", "generations started", self.admitted_total),
             ("requests_refused_total", "counter", "requests refused with 429", self.refused_total),

@@ -9,7 +9,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -21,9 +21,9 @@ from starlette.requests import ClientDisconnect
 
 from edgespec.runtime.edge.reconnect import Cancelled
 from edgespec.runtime.errors import RequestError
-from edgespec.runtime.openai_api.admission import Admission, Concurrency
+from edgespec.runtime.openai_api.admission import Admission, ClientHold, Concurrency
 from edgespec.runtime.openai_api.body import check_content_type, read_body
-from edgespec.runtime.openai_api.choices import Choices, run_prompts
+from edgespec.runtime.openai_api.choices import run_prompts
 from edgespec.runtime.openai_api.errors import (
     ApiError,
     clip,
@@ -40,9 +40,10 @@ from edgespec.runtime.openai_api.prompts import needs_tokenizer
 from edgespec.runtime.openai_api.responses import Shape, model_entry, model_list
 from edgespec.runtime.openai_api.schema import Defaults, Limits, ParsedRequest, decode_body
 from edgespec.runtime.openai_api.server_watch import ServerWatch
-from edgespec.runtime.openai_api.streaming import Item, Running, Work, sse
+from edgespec.runtime.openai_api.streaming import Running, Work, sse
 from edgespec.runtime.openai_api.tokenizer_routes import add_tokenizer_routes
 from edgespec.runtime.openai_api.tokenizing import TOKENIZE_QUEUE_PROMPTS, PromptLine, run_holding
+from edgespec.runtime.openai_api.waits import client_left, first_item, waited, whole
 
 LOG = logging.getLogger(__name__)
 
@@ -74,8 +75,6 @@ class Lines:
     health: Health
 
 
-DISCONNECT_POLL_S = 0.25
-
 READ_METHODS = ("GET", "HEAD")
 """The methods of the routes that only read: a HEAD answered as the GET, status and headers
 (``Content-Length`` too), no body (RFC 9110 §9.3.2); FastAPI's ``app.get`` made it a 405."""
@@ -88,7 +87,7 @@ def api_error(exc: BaseException) -> ApiError:
     if isinstance(exc, RequestError):
         return from_request_error(exc)
     if isinstance(exc, ClientDisconnect):
-        return _client_left()
+        return client_left()
     if isinstance(exc, Cancelled):  # its client gone (unanswered) or the endpoint stopping
         return endpoint_stopping()
     # what a request can get wrong is an ApiError by now: anything else is the endpoint's
@@ -126,12 +125,18 @@ async def _prepared(
     prompt waits its turn for the tokenizer (:mod:`.tokenizing`), token ids do not."""
     if not needs_tokenizer(parsed.prompt):
         return await asyncio.to_thread(prepare, setup, parsed, api.limits)
-    await _waited(request, line.acquire(prompt_size(parsed.prompt)), line.release)
+    await waited(request, line.acquire(prompt_size(parsed.prompt)), line.release)
     return await run_holding(line, partial(prepare, setup, parsed, api.limits))
 
 
 async def _complete(
-    request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool, lines: Lines, place: Accepted
+    request: Request,
+    setup: EdgeSetup,
+    api: ApiConfig,
+    chat: bool,
+    lines: Lines,
+    place: Accepted,
+    hold: ClientHold,
 ) -> Response:
     body = await _body(request, api.limits)
     batch = parse_requests(body, chat, api.defaults, api.limits)  # a request per prompt
@@ -146,9 +151,13 @@ async def _complete(
             raise (of_prompt(index, exc) if is_batch(body, chat) else exc) from None
     work: Work = partial(run_prompts, setup, tuple(prepared))
     await lines.health.refuse_if_hopeless(setup.config.retry_timeout_s)  # 503: no server
-    admission, client = lines.admission, _client_address(request)
-    release = admission.releaser(client)
-    await _waited(request, admission.acquire(client), release)  # 429: the client's cap, full
+    admission = lines.admission
+
+    def release() -> None:
+        admission.release()
+        hold.leave()
+
+    await waited(request, admission.acquire(), release)  # 429: queue full
     try:
         lines.in_flight.check_open()  # 503: the endpoint is stopping
         running = Running(work, admission.executor, release)
@@ -158,9 +167,9 @@ async def _complete(
     lines.in_flight.started(running, place)
     shape = Shape.new(parsed.model, chat, parsed.include_usage, parsed.n * len(batch))
     if not parsed.stream:
-        return JSONResponse(shape.whole(await _whole(request, running)))
+        return JSONResponse(shape.whole(await whole(request, running)))
     try:
-        first = await _first(request, running)
+        first = await first_item(request, running)
     except BaseException:
         running.cancel.set()
         raise
@@ -176,64 +185,18 @@ def _client_address(request: Request) -> str:
     return request.client.host if request.client is not None else "unknown"
 
 
-async def _done_unless_gone(request: Request, task: asyncio.Future[Any]) -> bool:
-    """Wait for ``task``; ``False`` when the client left first (checked every
-    ``DISCONNECT_POLL_S``), the task still pending."""
-    while True:
-        done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_S)
-        if done:
-            return True
-        if await request.is_disconnected():
-            return False
-
-
-def _client_left() -> ApiError:
-    return ApiError(499, "the client closed the request", code="client_closed_request")
-
-
-async def _waited(request: Request, acquire: Awaitable[None], release: Callable[[], None]) -> None:
-    """Wait in a line (``acquire``) for a place; a client that leaves first gives its place
-    up, so it neither holds the line's room nor takes a turn later."""
-    turn = asyncio.ensure_future(acquire)
-    if await _done_unless_gone(request, turn):
-        return turn.result()  # the 429, when refused
-    turn.cancel()
-    try:
-        await turn
-    except asyncio.CancelledError:
-        raise _client_left() from None
-    release()  # its turn came just as it left
-    raise _client_left()
-
-
-async def _first(request: Request, running: Running) -> Item:
-    """A stream's first item, taken before any header is sent (its text, or its error:
-    a server still unreachable past the retry timeout is a 503); a client that leaves
-    first raises :func:`_client_left` (the caller ends the work)."""
-    first = asyncio.ensure_future(running.next())
-    if await _done_unless_gone(request, first):
-        return first.result()
-    first.cancel()
-    raise _client_left()
-
-
-async def _whole(request: Request, running: Running) -> Choices:
-    """The whole completion; a client that leaves before it is done ends the work at its
-    next round, and its session is closed."""
-    result = asyncio.ensure_future(running.result())
-    if await _done_unless_gone(request, result):
-        return result.result()
-    result.cancel()  # running.result() sets the worker's cancel event
-    raise _client_left()
-
-
 async def _answer(
     request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool, lines: Lines
 ) -> Response:
     """A completion, or the OpenAI error body of whatever went wrong; in flight until then."""
     try:
         with lines.in_flight.accepted() as place:
-            return await _complete(request, setup, api, chat, lines, place)
+            hold = lines.admission.hold(_client_address(request))  # 429: the client's cap
+            try:
+                return await _complete(request, setup, api, chat, lines, place, hold)
+            except BaseException:
+                hold.leave()  # else its generation's end counts it out
+                raise
     except Exception as exc:
         return json_response(_failed(exc, setup, lines, streamed=False))
 

@@ -1,6 +1,6 @@
-"""The endpoint's admission counts each client's requests running or queued: a client at
-its cap is refused with the exact 429, one that leaves the queue (or whose generation ends)
-is counted out, and the map keeps only clients with requests."""
+"""The endpoint counts each client's requests in flight from their arrival: a client at its
+cap is refused with the exact 429, a request counted out once however often it leaves, and
+the map keeps only clients with requests; without a cap, the workers are the only limit."""
 
 from __future__ import annotations
 
@@ -12,56 +12,48 @@ from edgespec.runtime.openai_api.admission import Admission, Concurrency
 from edgespec.runtime.openai_api.errors import ApiError
 
 
-async def _cap_then_leave() -> None:
+def test_a_client_at_its_cap_is_refused_and_counted_out_as_its_requests_end() -> None:
     admission = Admission(Concurrency(max_running=1, max_queued=4, max_per_client=2))
     try:
-        await admission.acquire("a")  # running
-        queued = asyncio.ensure_future(admission.acquire("a"))
-        await asyncio.sleep(0)
-        assert (admission.running, admission.queued, admission.num_clients) == (1, 1, 1)
+        first, second = admission.hold("a"), admission.hold("a")
         with pytest.raises(ApiError) as refused:
-            await admission.acquire("a")
-        assert (refused.value.status, refused.value.message) == (
+            admission.hold("a")
+        assert (refused.value.status, refused.value.message, refused.value.retry_after_s) == (
             429,
-            "the endpoint is busy: client a has 2 requests running or queued "
+            "the endpoint is busy: client a has 2 requests in flight "
             "(--openai-max-per-client 2); retry after 1s",
+            1,
         )
-        other = asyncio.ensure_future(admission.acquire("b"))  # another client still queues
-        await asyncio.sleep(0)
-        queued.cancel()  # a's waiter left: counted out
-        with pytest.raises(asyncio.CancelledError):
-            await queued
-        again = asyncio.ensure_future(admission.acquire("a"))  # a is under its cap again
-        await asyncio.sleep(0)
-        assert (admission.queued, admission.refused_per_client_total) == (2, 1)
-        admission.releaser("a")()  # a's running generation ends: b's turn
-        await other
-        admission.releaser("b")()
-        await again
-        admission.releaser("a")()
-        assert (admission.running, admission.queued, admission.num_clients) == (0, 0, 0)
-        assert (admission.admitted_total, admission.refused_total) == (3, 1)
+        other = admission.hold("b")  # another client is not capped by a's
+        assert admission.num_clients == 2
+        first.leave()
+        first.leave()  # counted out once
+        third = admission.hold("a")  # under its cap again
+        with pytest.raises(ApiError, match="client a has 2 requests in flight"):
+            admission.hold("a")
+        for hold in (second, third, other):
+            hold.leave()
+        assert admission.num_clients == 0
+        assert (admission.refused_total, admission.refused_per_client_total) == (2, 2)
+        assert "edgespec_openai_requests_refused_per_client_total 2\n" in admission.metrics()
     finally:
         admission.executor.shutdown()
-
-
-def test_a_client_at_its_cap_is_refused_and_counted_out_when_it_leaves() -> None:
-    asyncio.run(_cap_then_leave())
 
 
 async def _no_cap() -> None:
     admission = Admission(Concurrency(max_running=2, max_queued=0))
     try:
-        await admission.acquire("a")
-        await admission.acquire("a")  # no cap per client: the workers are the only limit
+        holds = [admission.hold("a") for _ in range(5)]  # no cap per client
+        await admission.acquire()
+        await admission.acquire()
         with pytest.raises(ApiError, match="2 generations running and 0 queued"):
-            await admission.acquire("b")
-        assert admission.refused_per_client_total == 0
+            await admission.acquire()
+        assert (admission.refused_per_client_total, admission.num_clients, len(holds)) == (0, 1, 5)
     finally:
         admission.executor.shutdown()
 
 
-def test_without_a_cap_per_client_one_client_may_take_every_worker() -> None:
+def test_without_a_cap_per_client_the_workers_are_the_only_limit() -> None:
     asyncio.run(_no_cap())
 
 

@@ -153,7 +153,7 @@ def test_a_client_that_leaves_while_queued_gives_its_place_up(held: ApiThread) -
 
 @pytest.mark.parametrize("held", [Concurrency(4, 4, max_per_client=3)], indirect=True)
 def test_one_client_is_capped_and_the_others_are_still_served(held: ApiThread) -> None:
-    """A client (an address) with 3 requests running or queued gets 429 for its next ones,
+    """A client (an address) with 3 requests in flight gets 429 for its next ones,
     and the worker and the queue it did not take stay for the others; before, one client
     could take every worker and the whole queue."""
     with ThreadPoolExecutor(7) as pool:
@@ -171,7 +171,7 @@ def test_one_client_is_capped_and_the_others_are_still_served(held: ApiThread) -
     for status, headers, text in refused:
         assert (status, headers["Retry-After"]) == (429, "1")
         assert json.loads(text)["error"]["message"] == (
-            "the endpoint is busy: client 127.0.0.1 has 3 requests running or queued "
+            "the endpoint is busy: client 127.0.0.1 has 3 requests in flight "
             "(--openai-max-per-client 3); retry after 1s"
         )
     assert [status for status, _, _ in served].count(200) == 5
@@ -235,5 +235,40 @@ def test_tokenizing_a_prompt_leaves_the_event_loop_free(
             assert _get(api, "/health")[0] == 200
             assert time.monotonic() - start < 0.8
             assert reply.result(timeout=60)[0] == 200
+    finally:
+        api.stop()
+
+
+def test_a_request_counts_against_its_clients_cap_while_it_is_tokenized(
+    grpc_server: ServerThread, draft_model: Any
+) -> None:
+    """The cap counts a request from its arrival: a client at its cap cannot wait in the
+    tokenizer's line either (it was refused only once tokenized, after waiting its turn),
+    and another address is served meanwhile."""
+    address = f"127.0.0.1:{grpc_server.port}"
+    setup = EdgeSetup(
+        from_dict(DrafterConfig, {"server": address, "draft": "tiny-draft"}),
+        draft_model, SlowTokenizer(word_tokenizer(64)), 64, 24,
+        (RemoteVerifier(address, timeout_s=5.0),),
+    )  # fmt: skip
+    admits = Concurrency(4, 4, max_per_client=1)
+    api = ApiThread(build_app(setup, ApiConfig(MODEL, limits=LIMITS, concurrency=admits)),
+                    "127.0.0.1").start()  # fmt: skip
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(_stream, api, 0)
+            time.sleep(0.3)  # being tokenized (a second and a half)
+            start = time.monotonic()
+            status, _, text = _stream(api, 1)
+            assert time.monotonic() - start < 1.0  # at once: not after a turn at the tokenizer
+            assert (status, json.loads(text)["error"]["message"]) == (
+                429,
+                "the endpoint is busy: client 127.0.0.1 has 1 requests in flight "
+                "(--openai-max-per-client 1); retry after 1s",
+            )
+            other = pool.submit(_stream, api, 2, "127.0.0.2")
+            assert (first.result(timeout=60)[0], other.result(timeout=60)[0]) == (200, 200)
+        assert _stream(api, 3)[0] == 200  # counted out once answered
+        assert _metrics(api)["clients_in_flight"] == 0
     finally:
         api.stop()
