@@ -118,12 +118,18 @@ def prometheus(rows: tuple[tuple[str, str, str, int], ...]) -> str:
 
 class ClientHold:
     """One request counted against its client's cap, from its arrival until its answer
-    ends; :meth:`leave` counts it out (once, however often it is called)."""
+    ends; :meth:`leave` (or the end of its ``with`` block) counts it out, once."""
 
     def __init__(self, counts: dict[str, int], client: str) -> None:
         self._counts, self.client = counts, client
         counts[client] = counts.get(client, 0) + 1
         self._left = False
+
+    def __enter__(self) -> ClientHold:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.leave()
 
     def leave(self) -> None:
         if self._left:

@@ -248,7 +248,8 @@ def build_app(
         text = admission.metrics() + prompts.metrics() + await health.metrics()
         return Response(text, media_type="text/plain; version=0.0.4")
 
-    add_tokenizer_routes(app, setup, api.model_id, api.limits, prompts, _body, error_response)
+    add_tokenizer_routes(app, setup, api.model_id, api.limits, prompts, _body, error_response,
+                         lambda request: admission.hold(_client_address(request)))  # fmt: skip
 
     @app.post("/v1/completions")
     async def completions(request: Request) -> Response:

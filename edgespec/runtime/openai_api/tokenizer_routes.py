@@ -21,6 +21,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
+from edgespec.runtime.openai_api.admission import ClientHold
 from edgespec.runtime.openai_api.errors import invalid, shown, unknown_model
 from edgespec.runtime.openai_api.generation import EdgeSetup
 from edgespec.runtime.openai_api.messages import Prompt, parse_prompt, prompt_size
@@ -139,9 +140,11 @@ def add_tokenizer_routes(
     line: PromptLine,
     read_json: Callable[[Request, Limits], Awaitable[dict[str, Any]]],
     error_response: Callable[[BaseException], Response],
+    hold: Callable[[Request], ClientHold],
 ) -> None:
     """The three routes on ``app``: a body read by ``read_json`` (the completions'
-    reader), a refusal answered by ``error_response``."""
+    reader), a refusal answered by ``error_response``, a request counted against its
+    client's cap by ``hold`` while it is answered (the completions' count)."""
 
     async def _body(request: Request, fields: frozenset[str]) -> dict[str, Any]:
         body = await read_json(request, limits)
@@ -155,16 +158,17 @@ def add_tokenizer_routes(
     @app.post("/tokenize")
     async def tokenize(request: Request) -> Response:
         try:
-            body = await _body(request, TOKENIZE_FIELDS)
-            prompt = tokenize_prompt(body, limits)
-            special = _flag(body, "add_special_tokens", True)
-            generation = _generation_prompt(body)
-            spelt = _flag(body, "return_token_strs", False)
-            await line.acquire(prompt_size(prompt))
-            ids = await run_holding(
-                line, partial(tokenize_ids, setup, prompt, special, limits, generation)
-            )
-            strs = token_strs(setup, ids) if spelt else None
+            with hold(request):
+                body = await _body(request, TOKENIZE_FIELDS)
+                prompt = tokenize_prompt(body, limits)
+                special = _flag(body, "add_special_tokens", True)
+                generation = _generation_prompt(body)
+                spelt = _flag(body, "return_token_strs", False)
+                await line.acquire(prompt_size(prompt))
+                ids = await run_holding(
+                    line, partial(tokenize_ids, setup, prompt, special, limits, generation)
+                )
+                strs = token_strs(setup, ids) if spelt else None
         except Exception as exc:
             return error_response(exc)
         return JSONResponse({"count": len(ids), "max_model_len": setup.max_context_tokens,
@@ -173,8 +177,9 @@ def add_tokenizer_routes(
     @app.post("/detokenize")
     async def detokenize(request: Request) -> Response:
         try:
-            body = await _body(request, DETOKENIZE_FIELDS)
-            text = await asyncio.to_thread(detokenized, setup, body, limits)
+            with hold(request):
+                body = await _body(request, DETOKENIZE_FIELDS)
+                text = await asyncio.to_thread(detokenized, setup, body, limits)
         except Exception as exc:
             return error_response(exc)
         return JSONResponse({"prompt": text})

@@ -34,6 +34,9 @@ def test_a_client_at_its_cap_is_refused_and_counted_out_as_its_requests_end() ->
         for hold in (second, third, other):
             hold.leave()
         assert admission.num_clients == 0
+        with admission.hold("c"):  # the tokenizer routes' way: counted out as the block ends
+            assert admission.num_clients == 1
+        assert admission.num_clients == 0
         assert (admission.refused_total, admission.refused_per_client_total) == (2, 2)
         assert "edgespec_openai_requests_refused_per_client_total 2\n" in admission.metrics()
     finally:

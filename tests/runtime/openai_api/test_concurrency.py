@@ -266,6 +266,15 @@ def test_a_request_counts_against_its_clients_cap_while_it_is_tokenized(
                 "the endpoint is busy: client 127.0.0.1 has 1 requests in flight "
                 "(--openai-max-per-client 1); retry after 1s",
             )
+            tokenized = urllib.request.Request(
+                f"http://127.0.0.1:{api.port}/tokenize", method="POST",
+                data=json.dumps({"model": MODEL, "prompt": "w1"}).encode(),
+                headers={"Content-Type": "application/json"},
+            )  # fmt: skip
+            with pytest.raises(urllib.error.HTTPError) as refused:  # the tokenizer routes too
+                urllib.request.urlopen(tokenized, timeout=10)
+            assert refused.value.code == 429
+            assert "client 127.0.0.1 has 1 requests in flight" in refused.value.read().decode()
             other = pool.submit(_stream, api, 2, "127.0.0.2")
             assert (first.result(timeout=60)[0], other.result(timeout=60)[0]) == (200, 200)
         assert _stream(api, 3)[0] == 200  # counted out once answered
