@@ -20,9 +20,12 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
+from collections.abc import Mapping
+from enum import Enum
 from typing import Any
 
 from edgespec.runtime.openai_api.errors import ApiError, clip, invalid, shown
+from edgespec.runtime.openai_api.fields import boolean_field
 from edgespec.runtime.openai_api.messages import Message
 
 NEUTRAL_CHAR = "\ue000"
@@ -52,15 +55,42 @@ def joined_turns(messages: tuple[Message, ...]) -> tuple[Message, ...]:
     return tuple(joined)
 
 
-def _render(tokenizer: Any, messages: tuple[Message, ...], generation_prompt: bool) -> str:
+class ChatEnding(Enum):
+    """How a rendered conversation ends (vLLM's ``add_generation_prompt`` and
+    ``continue_final_message``)."""
+
+    GENERATION_PROMPT = "generation_prompt"  # the template's start of a reply (the default)
+    AS_GIVEN = "as_given"  # the final message closed, no reply started
+    CONTINUE_FINAL = "continue_final"  # the final message left open: the model continues it
+
+
+def chat_ending(body: Mapping[str, Any]) -> ChatEnding:
+    """A chat body's ``add_generation_prompt`` (default true) and ``continue_final_message``
+    (default false), both at once refused as vLLM refuses them."""
+    generation = boolean_field(body, "add_generation_prompt", True)
+    if not boolean_field(body, "continue_final_message", False):
+        return ChatEnding.GENERATION_PROMPT if generation else ChatEnding.AS_GIVEN
+    if generation:
+        raise invalid("continue_final_message continues the final message, so it needs "
+                      "add_generation_prompt false (true by default)",
+                      param="continue_final_message")  # fmt: skip
+    return ChatEnding.CONTINUE_FINAL
+
+
+def _render(tokenizer: Any, messages: tuple[Message, ...], ending: ChatEnding) -> str:
     plain = [{"role": m.role, "content": m.content} for m in messages]
+    generation = ending is ChatEnding.GENERATION_PROMPT
+    if ending is ChatEnding.CONTINUE_FINAL:  # asked only then: a template API may lack it
+        return str(tokenizer.apply_chat_template(plain, tokenize=False, add_generation_prompt=False,
+                                                 continue_final_message=True))  # fmt: skip
     return str(tokenizer.apply_chat_template(plain, tokenize=False,
-                                             add_generation_prompt=generation_prompt))  # fmt: skip
+                                             add_generation_prompt=generation))  # fmt: skip
 
 
-def chat_text(tokenizer: Any, messages: tuple[Message, ...], generation_prompt: bool = True) -> str:
-    """``messages`` rendered by the tokenizer's chat template, a generation prompt added
-    unless ``generation_prompt`` is false (``/tokenize``'s ``add_generation_prompt``)
+def chat_text(
+    tokenizer: Any, messages: tuple[Message, ...], ending: ChatEnding = ChatEnding.GENERATION_PROMPT
+) -> str:
+    """``messages`` rendered by the tokenizer's chat template, ending as ``ending`` says
     (a template refusing consecutive messages of one role gets them joined:
     :func:`joined_turns`); a tokenizer without a template, or a template refusing the
     messages still, is a 400."""
@@ -71,7 +101,7 @@ def chat_text(tokenizer: Any, messages: tuple[Message, ...], generation_prompt: 
     refusal = ""
     for turns in dict.fromkeys((messages, joined_turns(messages))):  # each once
         try:
-            return _render(tokenizer, turns, generation_prompt)
+            return _render(tokenizer, turns, ending)
         except Exception as exc:  # the template's own checks (alternation, say) fail here
             refusal = clip(str(exc))
     raise invalid(f"the chat template refused the messages: {refusal}", param="messages")
@@ -90,13 +120,13 @@ def chat_ids(
     messages: tuple[Message, ...],
     lock: threading.Lock,
     special: frozenset[int],
-    generation_prompt: bool = True,
+    ending: ChatEnding = ChatEnding.GENERATION_PROMPT,
 ) -> list[int]:
     """``messages`` as token ids (rendered by :func:`chat_text`), a special token only where
     the chat template wrote it (``special``: the tokenizer's :func:`special_ids`, read once
     where it is set up). Only the tokenizer's calls hold ``lock`` (the templates render
     outside it)."""
-    text = chat_text(tokenizer, messages, generation_prompt)
+    text = chat_text(tokenizer, messages, ending)
     fast = bool(getattr(tokenizer, "is_fast", False))
     with lock:
         tokens = _tokens_at(tokenizer, text) if fast else [(t, 0, 0) for t in _ids(tokenizer, text)]
@@ -104,7 +134,7 @@ def chat_ids(
     if special.isdisjoint(ids):
         return ids
     masked_messages = tuple(Message(m.role, masked(m.content)) for m in messages)
-    template = chat_text(tokenizer, masked_messages, generation_prompt)
+    template = chat_text(tokenizer, masked_messages, ending)
     if fast and _lined_up(text, template):
         forged = {(t, s, e) for t, s, e in tokens if t in special and NEUTRAL_CHAR in template[s:e]}
         if not forged:

@@ -17,7 +17,9 @@ APPLIED = ("model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "see
            "stream", "stream_options", "edgespec")  # fmt: skip
 """Fields of both routes that the endpoint applies."""
 
-OWN = {False: ("prompt", "echo"), True: ("messages", "max_completion_tokens", "top_logprobs")}
+OWN = {False: ("prompt", "echo"),
+       True: ("messages", "max_completion_tokens", "top_logprobs", "add_generation_prompt",
+              "continue_final_message")}  # fmt: skip
 """Fields of ``/v1/completions`` (``False``) or ``/v1/chat/completions`` (``True``) only."""
 
 ROUTES = {False: "/v1/completions", True: "/v1/chat/completions"}
@@ -54,6 +56,14 @@ UNKNOWN = "unknown_parameter"
 IGNORED = ("metadata", "store", "user")
 """Fields accepted whatever their value and ignored: they label or keep a request and never
 change its output (this endpoint stores nothing)."""
+
+
+def boolean_field(body: Mapping[str, Any], name: str, default: bool) -> bool:
+    """Field ``name``, a boolean (absent or null: ``default``), else a 400 naming it."""
+    value = body.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise invalid(f"{name} must be a boolean, got {shown(value)}", param=name)
+    return default if value is None else value
 
 
 def allowed_values(allowed: tuple[Any, ...]) -> str:

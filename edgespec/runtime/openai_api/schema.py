@@ -14,8 +14,9 @@ from typing import Any
 from edgespec.core.stop_rules import MAX_STOP, MAX_STOP_CHARS
 from edgespec.core.wire_limits import SEED_LIMIT, UINT32_LIMIT
 from edgespec.runtime.openai_api.body import utf8_text
+from edgespec.runtime.openai_api.chat_prompt import ChatEnding, chat_ending
 from edgespec.runtime.openai_api.errors import clip, invalid, shown
-from edgespec.runtime.openai_api.fields import UNKNOWN, check_fields, parse_stream
+from edgespec.runtime.openai_api.fields import UNKNOWN, boolean_field, check_fields, parse_stream
 from edgespec.runtime.openai_api.messages import (
     CHARS_PER_TOKEN,
     Prompt,
@@ -91,6 +92,7 @@ class ParsedRequest:
     min_tokens: int = 0  # no end of sequence, stop token or stop sequence before this many
     n: int = 1  # choices, generated one after another
     logprobs: int | None = None  # alternatives beside each returned token's (None: none)
+    chat_ending: ChatEnding = ChatEnding.GENERATION_PROMPT  # chat: how the prompt ends
 
 
 class _DuplicateKey(Exception):
@@ -209,10 +211,7 @@ def _boolean(body: Mapping[str, Any], name: str) -> bool:
     """Field ``name``, a boolean (absent or null: false): ``ignore_eos`` (vLLM's: run to
     ``max_tokens`` past any end of sequence or, in chat, end of turn, the load generators'
     fixed output lengths) or ``echo`` (the prompt's text before the completion's)."""
-    value = body.get(name)
-    if value is not None and not isinstance(value, bool):
-        raise invalid(f"{name} must be a boolean, got {shown(value)}", param=name)
-    return bool(value)
+    return boolean_field(body, name, False)
 
 
 def _extension(body: Mapping[str, Any], defaults: Defaults) -> tuple[str, WindowChoice | None]:
@@ -294,4 +293,5 @@ def parse_request(
         min_tokens=parse_min_tokens(body, max_tokens),
         n=parse_num_choices(body),
         logprobs=parse_logprobs(body, chat),
+        chat_ending=chat_ending(body) if chat else ChatEnding.GENERATION_PROMPT,
     )

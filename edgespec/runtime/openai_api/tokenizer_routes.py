@@ -22,7 +22,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from edgespec.runtime.openai_api.admission import ClientHold
+from edgespec.runtime.openai_api.chat_prompt import ChatEnding, chat_ending
 from edgespec.runtime.openai_api.errors import invalid, shown, unknown_model
+from edgespec.runtime.openai_api.fields import boolean_field
 from edgespec.runtime.openai_api.generation import EdgeSetup
 from edgespec.runtime.openai_api.messages import Prompt, parse_prompt, prompt_size
 from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK, check_vocabulary, prompt_ids
@@ -31,7 +33,7 @@ from edgespec.runtime.openai_api.tokenizing import PromptLine, run_holding
 
 TOKENIZE_FIELDS = frozenset(
     {"model", "prompt", "messages", "add_special_tokens", "add_generation_prompt",
-     "return_token_strs"}
+     "continue_final_message", "return_token_strs"}
 )  # fmt: skip
 DETOKENIZE_FIELDS = frozenset({"model", "tokens"})
 
@@ -82,31 +84,27 @@ def tokenize_ids(
     prompt: Prompt,
     add_special_tokens: bool,
     limits: Limits,
-    generation_prompt: bool = True,
+    ending: ChatEnding = ChatEnding.GENERATION_PROMPT,
 ) -> list[int]:
     """``prompt``'s ids (call it holding the tokenizer's turn): text as the tokenizer
-    splits it, chat messages as a chat request's are rendered (without the template's
-    generation prompt when ``generation_prompt`` is false)."""
+    splits it, chat messages as a chat request's are rendered (ending as ``ending``
+    says)."""
     if not isinstance(prompt, str):
         return list(prompt_ids(setup.tokenizer, setup.special_ids, prompt, setup.vocab_size,
-                               limits, generation_prompt))  # fmt: skip
+                               limits, ending))  # fmt: skip
     with TOKENIZER_LOCK:
         return list(setup.tokenizer(prompt, add_special_tokens=add_special_tokens)["input_ids"])
 
 
-def _flag(body: Mapping[str, Any], name: str, default: bool) -> bool:
-    value = body.get(name, default)
-    if not isinstance(value, bool):
-        raise invalid(f"{name} must be a boolean, got {shown(value)}", param=name)
-    return value
-
-
-def _generation_prompt(body: Mapping[str, Any]) -> bool:
-    """``add_generation_prompt`` (vLLM's, default true): of chat ``messages`` only."""
-    if "add_generation_prompt" in body and not is_chat(body):
-        raise invalid("add_generation_prompt applies to chat messages, not to a text prompt",
-                      param="add_generation_prompt")  # fmt: skip
-    return _flag(body, "add_generation_prompt", True)
+def _chat_ending(body: Mapping[str, Any]) -> ChatEnding:
+    """``add_generation_prompt`` and ``continue_final_message`` (vLLM's): of chat
+    ``messages`` only."""
+    if not is_chat(body):
+        for name in ("add_generation_prompt", "continue_final_message"):
+            if name in body:
+                raise invalid(f"{name} applies to chat messages, not to a text prompt",
+                              param=name)  # fmt: skip
+    return chat_ending(body)
 
 
 def token_strs(setup: EdgeSetup, ids: list[int]) -> list[str]:
@@ -161,9 +159,9 @@ def add_tokenizer_routes(
             with hold(request):
                 body = await _body(request, TOKENIZE_FIELDS)
                 prompt = tokenize_prompt(body, limits)
-                special = _flag(body, "add_special_tokens", True)
-                generation = _generation_prompt(body)
-                spelt = _flag(body, "return_token_strs", False)
+                special = boolean_field(body, "add_special_tokens", True)
+                generation = _chat_ending(body)
+                spelt = boolean_field(body, "return_token_strs", False)
                 await line.acquire(prompt_size(prompt))
                 ids = await run_holding(
                     line, partial(tokenize_ids, setup, prompt, special, limits, generation)

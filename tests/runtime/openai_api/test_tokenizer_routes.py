@@ -88,8 +88,11 @@ def test_tokenize_and_detokenize(api: ApiThread) -> None:
 
 REFUSALS = [
     ("/tokenize", {"prompt": "w1", "continue_final_message": True}, 400,
-     "continue_final_message", "unknown field \"continue_final_message\": this route takes "
-     "add_generation_prompt, add_special_tokens, messages, model, prompt, return_token_strs"),
+     "continue_final_message",
+     "continue_final_message applies to chat messages, not to a text prompt"),
+    ("/tokenize", {"prompt": "w1", "echo": True}, 400,
+     "echo", "unknown field \"echo\": this route takes add_generation_prompt, "
+     "add_special_tokens, continue_final_message, messages, model, prompt, return_token_strs"),
     ("/tokenize", {"prompt": "w1", "add_generation_prompt": True}, 400,
      "add_generation_prompt",
      "add_generation_prompt applies to chat messages, not to a text prompt"),
