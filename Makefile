@@ -14,7 +14,8 @@ STAMP := $(VENV)/.edgespec-installed
 # (--no-index): against the index it spends most of an install resolving.
 LLAMACPP_WHEELS = $$(tools/build_llamacpp_wheel.sh --dir)
 
-$(STAMP): pyproject.toml constraints.txt tools/build_llamacpp_wheel.sh tools/wheelhouse.sh
+$(STAMP): pyproject.toml constraints.txt tools/build_llamacpp_wheel.sh tools/wheelhouse.sh \
+		tools/warm_bytecode.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	tools/build_llamacpp_wheel.sh $(PY) >/dev/null
 	# torch first and pinned: 2.13.0 is a local CPU wheel; anything else pulls GBs of CUDA.
@@ -24,6 +25,9 @@ $(STAMP): pyproject.toml constraints.txt tools/build_llamacpp_wheel.sh tools/whe
 	$(PY) -m pip install -q --no-compile --no-index --find-links "$$wheels" torch==2.13.0 && \
 	$(PY) -m pip install -q --no-compile --no-index --find-links "$$wheels" -c constraints.txt \
 		-e ".[runtime,learn,dev,llamacpp,data]"
+	# the bytecode of what the commands import, written once even where the environment sets
+	# PYTHONDONTWRITEBYTECODE (there each start compiled it again: docs/DEPLOY.md)
+	PYTHONDONTWRITEBYTECODE= $(PY) tools/warm_bytecode.py
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -45,6 +45,7 @@ def test_probes_exist() -> None:
         "row_products.py",
         "tokenizer_load.py",
         "tree_bound.py",
+        "warm_start.py",
     ]
     assert all((ROOT / "benchmarks" / "probes" / name).is_file() for name in HELPERS)
 
