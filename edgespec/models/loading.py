@@ -171,7 +171,12 @@ def load_tokenizer(name: str, verbose: bool = False) -> Any | None:
     config; ``None`` when it has neither or the name resolves to no model. A model that is
     there but cut off (a trimmed draft without its marker) is the registry's
     :class:`~edgespec.models.registry.BrokenModelError`, not ``None``. Never goes to the
-    network. The libraries' progress bars and warnings show only when ``verbose``."""
+    network. The libraries' progress bars and warnings show only when ``verbose``. A
+    directory of a tokenizer alone (its ``tokenizer_config.json``; no config nor weights)
+    is read too."""
+    if _tokenizer_alone(Path(name).expanduser()):
+        with library_output(verbose):
+            return _saved_tokenizer(str(Path(name).expanduser()))
     try:
         spec = resolve_model(name)
     except BrokenModelError:
@@ -187,6 +192,14 @@ def load_tokenizer(name: str, verbose: bool = False) -> Any | None:
             return _saved_tokenizer(str(spec.path))
         target_name = _target_name(spec.path)
         return load_tokenizer(target_name, verbose) if target_name else None
+
+
+def _tokenizer_alone(directory: Path) -> bool:
+    """Whether ``directory`` holds a saved tokenizer and no model (config or weights)."""
+    model = [FEATURE_DRAFT_MARKER, "config.json"]
+    return (directory / "tokenizer_config.json").is_file() and not (
+        any((directory / name).is_file() for name in model) or any(directory.glob("*.safetensors"))
+    )
 
 
 def _target_name(directory: Path) -> str | None:

@@ -160,3 +160,19 @@ def test_the_tokenizer_of_a_cut_off_draft_is_refused_not_none(tmp_path: Path) ->
     )
     assert load_tokenizer(str(tmp_path / "gone")) is None
     assert load_tokenizer("no-such-model") is None
+
+
+def test_a_directory_of_a_tokenizer_alone_is_read(tmp_path: Path) -> None:
+    """``--tokenizer DIR`` of a tokenizer saved alone (no model beside it) was "no tokenizer
+    found": only model directories were looked at. Weights without a config are still a
+    save cut off, tokenizer or not."""
+    from tests.word_tokenizer import make_word_tokenizer
+
+    alone = tmp_path / "tokenizer"
+    make_word_tokenizer(16, chat_template="{{ messages }}").save_pretrained(alone)
+    tokenizer = load_tokenizer(str(alone))
+    assert tokenizer is not None and tokenizer("w3 w5")["input_ids"] == [3, 5]
+    assert tokenizer.chat_template == "{{ messages }}"
+    (alone / "model.safetensors").write_bytes(b"")
+    with pytest.raises(BrokenModelError, match="has weights but neither config.json"):
+        load_tokenizer(str(alone))

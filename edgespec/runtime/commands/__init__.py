@@ -22,6 +22,9 @@
   shared by ``edgespec draft`` and ``edgespec drafting-server``;
 * :mod:`.link_arguments` — ``edgespec draft``'s emulated-link flags (``--link-*``), checked
   as the link checks them;
+* :mod:`.endpoint_arguments` — ``edgespec draft --serve-openai``'s limits (``--openai-max-*``);
+* :mod:`.draft_chat` — ``edgespec draft --chat``: the prompt as a conversation through the
+  tokenizer's chat template, the reply ending at its end of turn;
 * :mod:`.stop_arguments` — ``--stop-predictor`` / ``--stop-threshold``, shared by ``edgespec
   draft`` and ``edgespec trace``;
 * :mod:`.cpus` — ``--cpus`` and ``--threads``: a command's process bound to CPUs of its own,

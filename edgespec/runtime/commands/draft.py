@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgespec.runtime.commands.cpus import apply_cpus_and_threads
 from edgespec.runtime.commands.draft_arguments import add_arguments, flag_fields, overrides
+from edgespec.runtime.commands.draft_chat import chat_end_ids, check_chat_flags, prompt_text_ids
 from edgespec.runtime.commands.draft_compare import compare
 from edgespec.runtime.commands.draft_connect import connect, connect_waiting
 from edgespec.runtime.commands.draft_context import ContextBudget
@@ -58,6 +59,7 @@ def _run(args: argparse.Namespace) -> int:
     say = Stages("draft")
     config = load_config(DrafterConfig, args.config, overrides(args))
     check_sampling_flags(args, config)
+    check_chat_flags(args)
     _warn_of_budget(config)
     stop = stop_policy_from_args(args)
     if stop is not None and args.mode != "distributed":
@@ -86,8 +88,9 @@ def _run(args: argparse.Namespace) -> int:
     check_blocks(config, window, args.mode, health.max_draft_tokens)
     ids, tokenizer, draft = _prompt_and_models(args, config, health, placement, say)
     check_draft_vocab(config.draft, None if draft is None else draft.model, vocab_size)
+    end_ids = chat_end_ids(tokenizer, config.ignore_eos) if args.chat else frozenset()
     run = DraftRun(config, verifier, ids, tokenizer, args.seed,
-                   first_open_retry_s=reached.open_retry_s)  # fmt: skip
+                   first_open_retry_s=reached.open_retry_s, end_ids=end_ids)  # fmt: skip
     if args.compare:
         return compare(run, health.numerics, draft, vocab_size, window, stop, args, say.done)
     if args.mode != "distributed":
@@ -126,12 +129,12 @@ def _prompt_and_models(
     tokenizer = None
     if args.tokenizer:  # not the draft's: loaded (and the text prompt checked) before it
         tokenizer = _tokenizer(args, config, health.target_name, None, ids is None, say)
-        ids = ids if ids is not None else budget.tokenized(tokenizer, args.prompt)
+        ids = ids if ids is not None else prompt_text_ids(budget, tokenizer, args)
     draft = _load_draft(config, args, placement, say) if args.mode == "distributed" else None
     if not args.tokenizer:
         tokenizer = _tokenizer(args, config, health.target_name, draft, ids is None, say)
     if ids is None:  # a text prompt: _tokenizer refused to go on without a tokenizer
-        ids = budget.tokenized(tokenizer, args.prompt)
+        ids = prompt_text_ids(budget, tokenizer, args)
     return ids, tokenizer, draft
 
 

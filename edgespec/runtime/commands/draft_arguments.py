@@ -9,6 +9,8 @@ from typing import Any
 from edgespec.argument_types import positive_int, token_ids
 from edgespec.arguments import add_device_arguments, add_threads_and_cpus, add_verbose
 from edgespec.output_paths import output_file
+from edgespec.runtime.commands.draft_chat import add_chat_arguments
+from edgespec.runtime.commands.endpoint_arguments import add_endpoint_arguments
 from edgespec.runtime.commands.link_arguments import (
     LINK_FLAGS,
     add_link_arguments,
@@ -45,36 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="instead of one prompt, serve an OpenAI-compatible HTTP endpoint (/v1/completions, "
         "/v1/chat/completions, /v1/models; docs/RUNTIME.md) drafting every request here",
     )
-    for flag, default, what in (
-        ("--openai-max-body-bytes", 1 << 20, "request body bytes (413 beyond)"),
-        ("--openai-max-prompt-tokens", 2048, "prompt tokens (400 beyond)"),
-        ("--openai-max-tokens", 1024, "max_tokens a request may ask for (400 beyond)"),
-    ):
-        parser.add_argument(
-            flag, type=positive_int, default=default,
-            help=f"--serve-openai: the most {what} (default {default})",
-        )  # fmt: skip
-    parser.add_argument(
-        "--openai-max-concurrent",
-        type=positive_int,
-        metavar="N",
-        help="--serve-openai: generations running at once (default 4 per CPU core)",
-    )
-    parser.add_argument(
-        "--openai-max-queued",
-        type=int,
-        metavar="N",
-        help="--serve-openai: requests waiting for a generation slot; beyond, 429 with "
-        "Retry-After (default: as many as --openai-max-concurrent)",
-    )
-    parser.add_argument(
-        "--openai-max-per-client",
-        type=positive_int,
-        metavar="N",
-        help="--serve-openai: requests one client address may have in flight; "
-        "beyond, 429 with Retry-After (default: no cap; an endpoint that several hosts share "
-        "may set it to --openai-max-concurrent, leaving the queue to the others)",
-    )
+    add_chat_arguments(parser)
+    add_endpoint_arguments(parser)
     parser.add_argument("--tokenizer", help="tokenizer (model dir/name) if the draft has none")
     parser.add_argument("--config", help="DrafterConfig YAML file")
     parser.add_argument(

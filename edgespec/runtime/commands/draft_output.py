@@ -15,8 +15,9 @@ from edgespec.runtime.openai_api.text import TextStream
 class Shown:
     """An output on stdout as it streams: with a tokenizer its text as the HTTP endpoint
     returns it (complete characters only: :mod:`edgespec.runtime.detokenize`), else its
-    token ids. ``stops`` (``--stop``; a tokenizer's text only): the text is cut before the
-    first of them (what may begin one is held back; one ending in the first ``min_tokens``
+    token ids. ``stops`` (``--stop``; a tokenizer's text only) and ``stop_token_ids`` (the
+    config's, ``--chat``'s end of turn): the text is cut before the first of them (what
+    may begin a stop sequence is held back; one ending in the first ``min_tokens``
     tokens' text does not count, as the endpoint's), ``stopped`` set, and whatever comes
     after is not shown; :meth:`push` returns ``stopped``, so a generation ends there.
     ``end`` writes the text held (an unfinished character's U+FFFD) and ends the line;
@@ -28,11 +29,19 @@ class Shown:
 
     __slots__ = ("_mid_line", "_resent_at", "_text")
 
-    def __init__(self, tokenizer: Any, stops: tuple[str, ...] = (), min_tokens: int = 0) -> None:
+    def __init__(
+        self,
+        tokenizer: Any,
+        stops: tuple[str, ...] = (),
+        min_tokens: int = 0,
+        stop_token_ids: frozenset[int] = frozenset(),
+    ) -> None:
         if stops and tokenizer is None:
             raise ValueError("stop sequences need a tokenizer: token ids have no text")
         self._text = (
-            None if tokenizer is None else TextStream(tokenizer, stops, min_tokens=min_tokens)
+            None
+            if tokenizer is None
+            else TextStream(tokenizer, stops, stop_token_ids, min_tokens=min_tokens)
         )
         self._mid_line = False
         self._resent_at: int | None = None  # the tokens committed at the last resend said

@@ -87,6 +87,15 @@ class DraftRun:
     seed: int | None
     first_open_retry_s: float = 0.0
     clock: Callable[[], float] = time.perf_counter
+    end_ids: frozenset[int] = frozenset()  # --chat: the template's end of turn
+
+    def _stop_ids(self) -> frozenset[int]:
+        """Where the output ends, its text before it: ``stop_token_ids`` and ``end_ids``."""
+        return frozenset(self.config.stop_token_ids) | self.end_ids
+
+    def _shown(self) -> Shown:
+        config = self.config
+        return Shown(self.tokenizer, config.stop, config.min_tokens, self._stop_ids())
 
     def _sampling(self) -> SamplingParams:
         return SamplingParams(
@@ -100,7 +109,7 @@ class DraftRun:
             repetition_penalty=self.config.repetition_penalty,
             frequency_penalty=self.config.frequency_penalty,
             presence_penalty=self.config.presence_penalty,
-            stop_token_ids=tuple(sorted(self.config.stop_token_ids)),
+            stop_token_ids=tuple(sorted(self._stop_ids())),
             min_tokens=self.config.min_tokens,
             logit_bias=tuple(sorted(self.config.logit_bias)),
         )
@@ -126,7 +135,7 @@ class DraftRun:
         arrival = self.clock()
         first = None
         stream = self._stream(spec, fused, gamma)
-        with Shown(self.tokenizer, config.stop, config.min_tokens) as shown:
+        with self._shown() as shown:
             try:
                 for chunk in stream:
                     if chunk and first is None:
@@ -205,7 +214,7 @@ class DraftRun:
             _warn_measured_agreement(config.draft, semantic.threshold, config.threshold is None)
         budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
         # a lost session is reopened for up to retry_timeout_s
-        shown = Shown(self.tokenizer, config.stop, config.min_tokens)
+        shown = self._shown()
         options = DraftOptions(self._session_id(), config.client_id, config.slo_class,
                                config.retry_timeout_s, progress=budget,
                                first_open_retry_s=self.first_open_retry_s,
@@ -229,9 +238,10 @@ class DraftRun:
 
 
 def _cut(outcome: Outcome, shown: Shown) -> Outcome:
-    """``outcome`` as its text returned it: at a stop sequence (``--stop``), the output and
-    its count cut to the tokens the text took (those committed past it not counted), as
-    the endpoint's ``completion_tokens``; otherwise unchanged."""
+    """``outcome`` as its text returned it: at a stop sequence (``--stop``) or stop token
+    (``stop_token_ids``, ``--chat``'s end of turn), the output and its count cut to the
+    tokens the text took (the stop token and those committed past it not counted), as the
+    endpoint's ``completion_tokens``; otherwise unchanged."""
     num = shown.num_text_tokens
     if not shown.stopped or num is None:
         return outcome

@@ -1,0 +1,74 @@
+"""``edgespec draft --chat``: ``--prompt`` sent as a conversation, a user message (after
+``--system``'s, if given) rendered by the tokenizer's chat template exactly as the HTTP
+endpoint renders ``/v1/chat/completions`` messages (special-token text in them kept as
+text: :mod:`edgespec.runtime.openai_api.chat_prompt`), the reply ending at the template's
+end of turn (:func:`chat_end_ids`), which the text leaves out."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from typing import Any
+
+from edgespec.errors import UserInputError
+from edgespec.runtime.commands.draft_context import ContextBudget
+
+
+def add_chat_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--chat",
+        action="store_true",
+        help="send --prompt as a user message through the tokenizer's chat template (as "
+        "/v1/chat/completions does); the reply ends at the template's end of turn",
+    )
+    parser.add_argument("--system", metavar="TEXT", help="with --chat: a system message first")
+
+
+def check_chat_flags(args: argparse.Namespace) -> None:
+    """What ``--chat`` and ``--system`` need, refused before anything loads."""
+    if args.system is not None and not args.chat:
+        raise UserInputError("--system is a message of --chat: add --chat")
+    if not args.chat:
+        return
+    if args.serve_openai is not None:
+        raise UserInputError("--chat: --serve-openai's requests carry their own messages "
+                             "(/v1/chat/completions): drop --chat")  # fmt: skip
+    if args.prompt is None:
+        raise UserInputError("--chat renders the --prompt text: give --prompt, not --prompt-ids")
+
+
+def chat_prompt_ids(tokenizer: Any, prompt: str, system: str | None) -> tuple[int, ...]:
+    """``prompt`` (after ``system``) as the endpoint renders a chat request's messages."""
+    from edgespec.runtime.openai_api.chat_prompt import chat_ids, special_ids
+    from edgespec.runtime.openai_api.errors import ApiError
+    from edgespec.runtime.openai_api.messages import Message
+
+    if getattr(tokenizer, "chat_template", None) is None:
+        raise UserInputError("--chat: the tokenizer has no chat template: drop --chat to send "
+                             "the text as it is")  # fmt: skip
+    messages = ((Message("system", system),) if system is not None else ()) + (
+        Message("user", prompt),
+    )
+    try:
+        return tuple(chat_ids(tokenizer, messages, threading.Lock(), special_ids(tokenizer)))
+    except ApiError as exc:
+        raise UserInputError(f"--chat: {exc.message}") from None
+
+
+def chat_end_ids(tokenizer: Any, ignore_eos: bool) -> frozenset[int]:
+    """The template's end-of-turn tokens, where the reply ends (none with ``ignore_eos``,
+    which runs to ``max_new_tokens`` as the endpoint's does)."""
+    from edgespec.models.chat_templates import end_of_turn_ids
+
+    return frozenset() if ignore_eos else end_of_turn_ids(tokenizer)
+
+
+def prompt_text_ids(
+    budget: ContextBudget, tokenizer: Any, args: argparse.Namespace
+) -> tuple[int, ...]:
+    """``--prompt``'s ids (``--chat``: as a conversation), checked with ``max_new_tokens``."""
+    if not args.chat:
+        return budget.tokenized(tokenizer, args.prompt)
+    ids = chat_prompt_ids(tokenizer, args.prompt, args.system)
+    budget.check_prompt("--prompt", len(ids))
+    return ids

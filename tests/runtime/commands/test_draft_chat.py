@@ -1,0 +1,139 @@
+"""``edgespec draft --chat``: ``--prompt`` (after ``--system``) rendered by the tokenizer's
+chat template as the endpoint renders chat messages, the reply ending at the template's end
+of turn, which the text, the stats and ``--compare`` leave out (as the endpoint's
+``completion_tokens``); ``stop_token_ids`` end the text alike. The flags' mistakes are
+refused before anything loads. Against a loopback server with a tiny target and a word
+tokenizer whose template marks each turn's end with ``<end_of_turn>``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgespec.cli import main
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.inprocess import target_greedy_decode
+from tests.runtime.commands.draft_stages import split_stages
+from tests.runtime.commands.processes import open_sessions
+from tests.word_tokenizer import make_word_tokenizer, word_vocab
+
+BUDGET = 24
+TEMPLATE = (
+    "{% for m in messages %}{{ m['content'] }} <end_of_turn> {% endfor %}"
+    "{% if add_generation_prompt %}w9 {% endif %}"
+)
+
+
+def _chat_ids(end: int, system: bool) -> tuple[int, ...]:
+    """The template's rendering of ``--prompt "w5 w6"`` (after ``--system w3``)."""
+    return ((3, end) if system else ()) + (5, 6, end, 9)
+
+
+def _end_of_turn(target: TransformersTarget, size: int) -> tuple[int, list[int]]:
+    """An id for ``<end_of_turn>`` that the target's greedy reply (with or without the
+    system message) says after a few tokens, and the reply without the system message:
+    the tiny target's weights are random, so its end of turn is found, not chosen."""
+    for end in range(10, size):
+        replies = [
+            list(target_greedy_decode(target, _chat_ids(end, s), BUDGET)) for s in (False, True)
+        ]
+        if all(end in reply[2 : BUDGET - 6] for reply in replies):
+            return end, replies[0]
+    raise AssertionError("no token the tiny target says early in both replies")
+
+
+@pytest.fixture(scope="module")
+def chat_setup(
+    tmp_path_factory: pytest.TempPathFactory, target: TransformersTarget, target_model: Any
+) -> tuple[Path, int, list[int]]:
+    size = target_model.config.vocab_size
+    end, reply = _end_of_turn(target, size)
+    directory = tmp_path_factory.mktemp("chat-tokenizer")
+    words = word_vocab(size, {end: "<end_of_turn>"})
+    make_word_tokenizer(words, special_tokens=["<end_of_turn>"],
+                        chat_template=TEMPLATE).save_pretrained(directory)  # fmt: skip
+    return directory, end, reply
+
+
+def _argv(server: ServerThread, tokenizer: Path, *flags: str) -> list[str]:
+    return ["draft", "--server", f"127.0.0.1:{server.port}", "--draft", "ngram",
+            "--tokenizer", str(tokenizer), "--max-new-tokens", str(BUDGET), *flags]  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["distributed", "centralized"])
+def test_the_reply_ends_at_the_end_of_turn(
+    mode: str, server: ServerThread, chat_setup: tuple[Path, int, list[int]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    tokenizer, end, reply = chat_setup
+    num = reply.index(end)
+    argv = _argv(server, tokenizer, "--chat", "--prompt", "w5 w6", "--mode", mode)
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert out.out == "".join(f"w{t}" for t in reply[:num]) + "\n"
+    assert split_stages(out.err)[1][0].startswith(f"[{mode}: {num} tokens, ")
+    assert open_sessions(f"127.0.0.1:{server.port}") == 0
+
+
+def test_a_system_message_comes_first_and_compare_finds_both_modes_alike(
+    server: ServerThread, target: TransformersTarget, chat_setup: tuple[Path, int, list[int]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    tokenizer, end, _ = chat_setup
+    reply = list(target_greedy_decode(target, _chat_ids(end, True), BUDGET))
+    text = "".join(f"w{t}" for t in reply[: reply.index(end)])
+    argv = _argv(server, tokenizer, "--chat", "--system", "w3", "--prompt", "w5 w6", "--compare")
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert out.out == (
+        f"centralized (the server decodes alone):\n{text}\n"
+        f"distributed (drafted here, verified by the server):\n{text}\n"
+    )
+    assert "outputs identical" in out.err
+
+
+def test_stop_token_ids_end_the_text_before_them(
+    server: ServerThread, chat_setup: tuple[Path, int, list[int]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Without --chat, the prompt's ids as they are: the same reply, cut at the same id
+    (the text showed the stop token's word before, and the stats counted it)."""
+    tokenizer, end, reply = chat_setup
+    ids = ",".join(str(t) for t in _chat_ids(end, False))
+    argv = _argv(server, tokenizer, "--prompt-ids", ids, "--set", f"stop_token_ids=[{end}]")
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert out.out == "".join(f"w{t}" for t in reply[: reply.index(end)]) + "\n"
+    assert split_stages(out.err)[1][0].startswith(f"[distributed: {reply.index(end)} tokens, ")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--prompt", "w5", "--system", "w3"], "--system is a message of --chat: add --chat"),
+        (["--prompt-ids", "5,6", "--chat"],
+         "--chat renders the --prompt text: give --prompt, not --prompt-ids"),
+        (["--serve-openai", "127.0.0.1:0", "--chat"],
+         "--chat: --serve-openai's requests carry their own messages (/v1/chat/completions): "
+         "drop --chat"),
+    ],
+)  # fmt: skip
+def test_chat_flag_mistakes_exit_2_before_the_server_is_reached(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["draft", "--server", "127.0.0.1:9", "--draft", "ngram", *flags]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == f"edgespec draft: {message}"
+
+
+def test_a_tokenizer_without_a_chat_template_is_named(
+    server: ServerThread, model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_argv(server, model_dir, "--chat", "--prompt", "w5")) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "edgespec draft: --chat: the tokenizer has no chat template: drop --chat to send the "
+        "text as it is"
+    )
