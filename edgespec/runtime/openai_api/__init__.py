@@ -31,10 +31,10 @@ speculative decoding against the verification server(s).
 * :mod:`.sampling_fields` — a request's ``temperature`` and sampling cuts (``top_k``,
   ``top_p``, ``min_p``), each a 400 naming it when out of range or given at temperature 0;
   its ``logit_bias``, penalties, ``min_tokens``, ``n`` and ``logprobs``;
-* :mod:`.tokenizing`, :mod:`.prompts`, :mod:`.chat_prompt` — prompts tokenized one at a
-  time off the event loop, a 429 when too many wait; the prompt as token ids (text, ids, or
-  chat messages through the chat template, special-token text in their contents kept as
-  text);
+* :mod:`.tokenizing`, :mod:`.prompts`, :mod:`.chat_prompt`, :mod:`.chat_fields` — prompts
+  tokenized one at a time off the event loop, a 429 when too many wait; the prompt as token
+  ids (text, ids, or chat messages through the chat template, special-token text in their
+  contents kept as text; vLLM's rendering fields);
 * :mod:`.admission`, :mod:`.waits` — how many generations run at once, how many may wait,
   how many requests one client may have in flight; waits that end when the client leaves;
 * :mod:`.logprob_fields` — the returned tokens' log-probabilities as OpenAI shapes them;

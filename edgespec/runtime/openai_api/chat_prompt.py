@@ -20,12 +20,11 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from edgespec.runtime.openai_api.errors import ApiError, clip, invalid, shown
-from edgespec.runtime.openai_api.fields import boolean_field
 from edgespec.runtime.openai_api.messages import Message
 
 NEUTRAL_CHAR = "\ue000"
@@ -64,33 +63,32 @@ class ChatEnding(Enum):
     CONTINUE_FINAL = "continue_final"  # the final message left open: the model continues it
 
 
-def chat_ending(body: Mapping[str, Any]) -> ChatEnding:
-    """A chat body's ``add_generation_prompt`` (default true) and ``continue_final_message``
-    (default false), both at once refused as vLLM refuses them."""
-    generation = boolean_field(body, "add_generation_prompt", True)
-    if not boolean_field(body, "continue_final_message", False):
-        return ChatEnding.GENERATION_PROMPT if generation else ChatEnding.AS_GIVEN
-    if generation:
-        raise invalid("continue_final_message continues the final message, so it needs "
-                      "add_generation_prompt false (true by default)",
-                      param="continue_final_message")  # fmt: skip
-    return ChatEnding.CONTINUE_FINAL
+@dataclass(frozen=True, slots=True)
+class ChatRendering:
+    """How chat messages are rendered: where the conversation ends, and the chat template's
+    own variables a request sets (``chat_template_kwargs``, as (name, value) pairs)."""
+
+    ending: ChatEnding = ChatEnding.GENERATION_PROMPT
+    template_kwargs: tuple[tuple[str, Any], ...] = ()
 
 
-def _render(tokenizer: Any, messages: tuple[Message, ...], ending: ChatEnding) -> str:
+DEFAULT_RENDERING = ChatRendering()
+
+
+def _render(tokenizer: Any, messages: tuple[Message, ...], rendering: ChatRendering) -> str:
     plain = [{"role": m.role, "content": m.content} for m in messages]
-    generation = ending is ChatEnding.GENERATION_PROMPT
+    ending = rendering.ending
+    variables = dict(rendering.template_kwargs)
+    variables["add_generation_prompt"] = ending is ChatEnding.GENERATION_PROMPT
     if ending is ChatEnding.CONTINUE_FINAL:  # asked only then: a template API may lack it
-        return str(tokenizer.apply_chat_template(plain, tokenize=False, add_generation_prompt=False,
-                                                 continue_final_message=True))  # fmt: skip
-    return str(tokenizer.apply_chat_template(plain, tokenize=False,
-                                             add_generation_prompt=generation))  # fmt: skip
+        variables["continue_final_message"] = True
+    return str(tokenizer.apply_chat_template(plain, tokenize=False, **variables))
 
 
 def chat_text(
-    tokenizer: Any, messages: tuple[Message, ...], ending: ChatEnding = ChatEnding.GENERATION_PROMPT
+    tokenizer: Any, messages: tuple[Message, ...], rendering: ChatRendering = DEFAULT_RENDERING
 ) -> str:
-    """``messages`` rendered by the tokenizer's chat template, ending as ``ending`` says
+    """``messages`` rendered by the tokenizer's chat template as ``rendering`` says
     (a template refusing consecutive messages of one role gets them joined:
     :func:`joined_turns`); a tokenizer without a template, or a template refusing the
     messages still, is a 400."""
@@ -101,7 +99,7 @@ def chat_text(
     refusal = ""
     for turns in dict.fromkeys((messages, joined_turns(messages))):  # each once
         try:
-            return _render(tokenizer, turns, ending)
+            return _render(tokenizer, turns, rendering)
         except Exception as exc:  # the template's own checks (alternation, say) fail here
             refusal = clip(str(exc))
     raise invalid(f"the chat template refused the messages: {refusal}", param="messages")
@@ -120,13 +118,13 @@ def chat_ids(
     messages: tuple[Message, ...],
     lock: threading.Lock,
     special: frozenset[int],
-    ending: ChatEnding = ChatEnding.GENERATION_PROMPT,
+    rendering: ChatRendering = DEFAULT_RENDERING,
 ) -> list[int]:
     """``messages`` as token ids (rendered by :func:`chat_text`), a special token only where
     the chat template wrote it (``special``: the tokenizer's :func:`special_ids`, read once
     where it is set up). Only the tokenizer's calls hold ``lock`` (the templates render
     outside it)."""
-    text = chat_text(tokenizer, messages, ending)
+    text = chat_text(tokenizer, messages, rendering)
     fast = bool(getattr(tokenizer, "is_fast", False))
     with lock:
         tokens = _tokens_at(tokenizer, text) if fast else [(t, 0, 0) for t in _ids(tokenizer, text)]
@@ -134,7 +132,7 @@ def chat_ids(
     if special.isdisjoint(ids):
         return ids
     masked_messages = tuple(Message(m.role, masked(m.content)) for m in messages)
-    template = chat_text(tokenizer, masked_messages, ending)
+    template = chat_text(tokenizer, masked_messages, rendering)
     if fast and _lined_up(text, template):
         forged = {(t, s, e) for t, s, e in tokens if t in special and NEUTRAL_CHAR in template[s:e]}
         if not forged:

@@ -19,7 +19,7 @@ APPLIED = ("model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "see
 
 OWN = {False: ("prompt", "echo"),
        True: ("messages", "max_completion_tokens", "top_logprobs", "add_generation_prompt",
-              "continue_final_message")}  # fmt: skip
+              "continue_final_message", "chat_template_kwargs")}  # fmt: skip
 """Fields of ``/v1/completions`` (``False``) or ``/v1/chat/completions`` (``True``) only."""
 
 ROUTES = {False: "/v1/completions", True: "/v1/chat/completions"}

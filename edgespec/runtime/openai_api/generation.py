@@ -186,7 +186,7 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
     context = setup.max_context_tokens
     check_context(context, request, 1)  # max_tokens alone: before the prompt is tokenized
     ids = prompt_ids(setup.tokenizer, setup.special_ids, request.prompt, setup.vocab_size,
-                     limits, request.chat_ending)  # fmt: skip
+                     limits, request.chat_rendering)  # fmt: skip
     check_context(context, request, len(ids))
     chat = is_chat(request.prompt)  # the server ends at a chat's end of turn too
     ends = end_of_turn_ids(setup.tokenizer) if chat and not request.ignore_eos else frozenset()

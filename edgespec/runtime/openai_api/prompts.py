@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any, cast
 
-from edgespec.runtime.openai_api.chat_prompt import ChatEnding, chat_ids
+from edgespec.runtime.openai_api.chat_prompt import DEFAULT_RENDERING, ChatRendering, chat_ids
 from edgespec.runtime.openai_api.errors import invalid, shown
 from edgespec.runtime.openai_api.messages import Message, Prompt, is_chat
 from edgespec.runtime.openai_api.schema import Limits
@@ -33,17 +33,17 @@ def prompt_ids(
     prompt: Prompt,
     vocab_size: int,
     limits: Limits,
-    ending: ChatEnding = ChatEnding.GENERATION_PROMPT,
+    rendering: ChatRendering = DEFAULT_RENDERING,
 ) -> tuple[int, ...]:
     """``prompt`` (text, token ids or chat messages) as token ids, at most
     ``limits.max_prompt_tokens`` of them (``special``: the tokenizer's special tokens,
-    :func:`.chat_prompt.special_ids`); chat messages end as ``ending`` says."""
+    :func:`.chat_prompt.special_ids`); chat messages rendered as ``rendering`` says."""
     if isinstance(prompt, str):
         with TOKENIZER_LOCK:
             ids = tuple(tokenizer(prompt)["input_ids"])
     elif needs_tokenizer(prompt):
         messages = cast(tuple[Message, ...], prompt)
-        ids = tuple(chat_ids(tokenizer, messages, TOKENIZER_LOCK, special, ending))
+        ids = tuple(chat_ids(tokenizer, messages, TOKENIZER_LOCK, special, rendering))
     else:
         ids = cast(tuple[int, ...], prompt)
         check_vocabulary(ids, vocab_size, "prompt token ids", "prompt")

@@ -14,7 +14,8 @@ from typing import Any
 from edgespec.core.stop_rules import MAX_STOP, MAX_STOP_CHARS
 from edgespec.core.wire_limits import SEED_LIMIT, UINT32_LIMIT
 from edgespec.runtime.openai_api.body import utf8_text
-from edgespec.runtime.openai_api.chat_prompt import ChatEnding, chat_ending
+from edgespec.runtime.openai_api.chat_fields import chat_rendering
+from edgespec.runtime.openai_api.chat_prompt import DEFAULT_RENDERING, ChatRendering
 from edgespec.runtime.openai_api.errors import clip, invalid, shown
 from edgespec.runtime.openai_api.fields import UNKNOWN, boolean_field, check_fields, parse_stream
 from edgespec.runtime.openai_api.messages import (
@@ -92,7 +93,7 @@ class ParsedRequest:
     min_tokens: int = 0  # no end of sequence, stop token or stop sequence before this many
     n: int = 1  # choices, generated one after another
     logprobs: int | None = None  # alternatives beside each returned token's (None: none)
-    chat_ending: ChatEnding = ChatEnding.GENERATION_PROMPT  # chat: how the prompt ends
+    chat_rendering: ChatRendering = DEFAULT_RENDERING  # chat: how the messages are rendered
 
 
 class _DuplicateKey(Exception):
@@ -293,5 +294,5 @@ def parse_request(
         min_tokens=parse_min_tokens(body, max_tokens),
         n=parse_num_choices(body),
         logprobs=parse_logprobs(body, chat),
-        chat_ending=chat_ending(body) if chat else ChatEnding.GENERATION_PROMPT,
+        chat_rendering=chat_rendering(body) if chat else DEFAULT_RENDERING,
     )

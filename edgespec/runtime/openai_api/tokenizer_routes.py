@@ -1,8 +1,8 @@
 """vLLM's tokenizer routes, with the endpoint's tokenizer (the target's vocabulary):
 ``GET /tokenizer_info`` (its special tokens, chat template and the target's context),
 ``POST /tokenize`` (``prompt`` text, ``add_special_tokens`` as vLLM's, default true; or
-chat ``messages`` rendered as a chat request's are, without the template's generation
-prompt when ``add_generation_prompt`` is false) and ``POST /detokenize``
+chat ``messages`` rendered as a chat request's are, with its rendering fields:
+:mod:`.chat_fields`) and ``POST /detokenize``
 (``tokens``); ``return_token_strs`` gives each id's token as the vocabulary spells it.
 lm-evaluation-harness's ``local-completions`` finds them and tokenizes
 through the endpoint, so a client needs no copy of the tokenizer. Bodies are bounded as
@@ -22,7 +22,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from edgespec.runtime.openai_api.admission import ClientHold
-from edgespec.runtime.openai_api.chat_prompt import ChatEnding, chat_ending
+from edgespec.runtime.openai_api.chat_fields import chat_rendering
+from edgespec.runtime.openai_api.chat_prompt import DEFAULT_RENDERING, ChatRendering
 from edgespec.runtime.openai_api.errors import invalid, shown, unknown_model
 from edgespec.runtime.openai_api.fields import boolean_field
 from edgespec.runtime.openai_api.generation import EdgeSetup
@@ -33,7 +34,7 @@ from edgespec.runtime.openai_api.tokenizing import PromptLine, run_holding
 
 TOKENIZE_FIELDS = frozenset(
     {"model", "prompt", "messages", "add_special_tokens", "add_generation_prompt",
-     "continue_final_message", "return_token_strs"}
+     "continue_final_message", "chat_template_kwargs", "return_token_strs"}
 )  # fmt: skip
 DETOKENIZE_FIELDS = frozenset({"model", "tokens"})
 
@@ -84,27 +85,26 @@ def tokenize_ids(
     prompt: Prompt,
     add_special_tokens: bool,
     limits: Limits,
-    ending: ChatEnding = ChatEnding.GENERATION_PROMPT,
+    rendering: ChatRendering = DEFAULT_RENDERING,
 ) -> list[int]:
     """``prompt``'s ids (call it holding the tokenizer's turn): text as the tokenizer
-    splits it, chat messages as a chat request's are rendered (ending as ``ending``
-    says)."""
+    splits it, chat messages as a chat request's are rendered (as ``rendering`` says)."""
     if not isinstance(prompt, str):
         return list(prompt_ids(setup.tokenizer, setup.special_ids, prompt, setup.vocab_size,
-                               limits, ending))  # fmt: skip
+                               limits, rendering))  # fmt: skip
     with TOKENIZER_LOCK:
         return list(setup.tokenizer(prompt, add_special_tokens=add_special_tokens)["input_ids"])
 
 
-def _chat_ending(body: Mapping[str, Any]) -> ChatEnding:
-    """``add_generation_prompt`` and ``continue_final_message`` (vLLM's): of chat
-    ``messages`` only."""
+def _chat_rendering(body: Mapping[str, Any]) -> ChatRendering:
+    """``add_generation_prompt``, ``continue_final_message`` and ``chat_template_kwargs``
+    (vLLM's): of chat ``messages`` only."""
     if not is_chat(body):
-        for name in ("add_generation_prompt", "continue_final_message"):
+        for name in ("add_generation_prompt", "continue_final_message", "chat_template_kwargs"):
             if name in body:
                 raise invalid(f"{name} applies to chat messages, not to a text prompt",
                               param=name)  # fmt: skip
-    return chat_ending(body)
+    return chat_rendering(body)
 
 
 def token_strs(setup: EdgeSetup, ids: list[int]) -> list[str]:
@@ -160,11 +160,11 @@ def add_tokenizer_routes(
                 body = await _body(request, TOKENIZE_FIELDS)
                 prompt = tokenize_prompt(body, limits)
                 special = boolean_field(body, "add_special_tokens", True)
-                generation = _chat_ending(body)
+                rendering = _chat_rendering(body)
                 spelt = boolean_field(body, "return_token_strs", False)
                 await line.acquire(prompt_size(prompt))
                 ids = await run_holding(
-                    line, partial(tokenize_ids, setup, prompt, special, limits, generation)
+                    line, partial(tokenize_ids, setup, prompt, special, limits, rendering)
                 )
                 strs = token_strs(setup, ids) if spelt else None
         except Exception as exc:

@@ -92,7 +92,10 @@ REFUSALS = [
      "continue_final_message applies to chat messages, not to a text prompt"),
     ("/tokenize", {"prompt": "w1", "echo": True}, 400,
      "echo", "unknown field \"echo\": this route takes add_generation_prompt, "
-     "add_special_tokens, continue_final_message, messages, model, prompt, return_token_strs"),
+     "add_special_tokens, chat_template_kwargs, continue_final_message, messages, model, "
+     "prompt, return_token_strs"),
+    ("/tokenize", {"prompt": "w1", "chat_template_kwargs": {}}, 400, "chat_template_kwargs",
+     "chat_template_kwargs applies to chat messages, not to a text prompt"),
     ("/tokenize", {"prompt": "w1", "add_generation_prompt": True}, 400,
      "add_generation_prompt",
      "add_generation_prompt applies to chat messages, not to a text prompt"),

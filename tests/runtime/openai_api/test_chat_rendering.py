@@ -1,8 +1,9 @@
-"""vLLM's ``continue_final_message`` and ``add_generation_prompt`` on chat requests and
-``/tokenize``: the final message left open for the model to continue (an answer's start
-given by the client), or the conversation closed without a reply started; both at once
-refused as vLLM refuses them. On Gemma 3's real 262k tokenizer, special-token text in the
-continued message stays text."""
+"""vLLM's chat rendering fields on chat requests and ``/tokenize``: ``continue_final_message``
+and ``add_generation_prompt`` (the final message left open for the model to continue, an
+answer's start given by the client, or the conversation closed without a reply started;
+both at once refused as vLLM refuses them), and ``chat_template_kwargs`` (the template's
+own variables; bounded, named as variables, none the endpoint sets). On Gemma 3's real 262k
+tokenizer, special-token text in the continued message stays text."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from typing import Any
 import pytest
 
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.openai_api.chat_prompt import ChatEnding, chat_ending, chat_ids, special_ids
+from edgespec.runtime.openai_api.chat_fields import chat_ending, chat_rendering
+from edgespec.runtime.openai_api.chat_prompt import (
+    ChatEnding,
+    ChatRendering,
+    chat_ids,
+    special_ids,
+)
 from edgespec.runtime.openai_api.errors import ApiError
 from edgespec.runtime.openai_api.messages import Message
 from edgespec.runtime.openai_api.serve import ApiThread
@@ -74,7 +81,8 @@ def _gemma_ids(messages: tuple[Message, ...], ending: ChatEnding) -> list[int]:
     import threading
 
     tokenizer = gemma_tokenizer()
-    return chat_ids(tokenizer, messages, threading.Lock(), special_ids(tokenizer), ending)
+    rendering = ChatRendering(ending)
+    return chat_ids(tokenizer, messages, threading.Lock(), special_ids(tokenizer), rendering)
 
 
 def test_gemma_continues_the_final_model_turn_left_open() -> None:
@@ -101,8 +109,11 @@ def test_special_token_text_in_the_continued_message_stays_text() -> None:
     assert tokenizer.decode(ids).endswith("<start_of_turn>model\n" + forged)
 
 
-TEMPLATE = CHAT_TEMPLATE + "{% if add_generation_prompt %}w9 {% endif %}"
-"""The tests' chat template with a generation prompt: the word ``w9``."""
+TEMPLATE = (
+    "{% if think %}w8 {% endif %}" + CHAT_TEMPLATE + "{% if add_generation_prompt %}w9 {% endif %}"
+)
+"""The tests' chat template with a generation prompt, the word ``w9``, and a variable of its
+own, ``think``: the word ``w8`` first when set."""
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +137,8 @@ def _chat(api: ApiThread, **fields: Any) -> tuple[int, dict[str, Any]]:
         ({}, (5, 6, 9)),  # the template's generation prompt, w9
         ({"add_generation_prompt": False}, (5, 6)),
         ({"add_generation_prompt": False, "continue_final_message": True}, (5, 6)),
+        ({"chat_template_kwargs": {"think": True}}, (8, 5, 6, 9)),
+        ({"chat_template_kwargs": {"think": False, "unused": [1, {"a": None}]}}, (5, 6, 9)),
     ],
 )
 def test_a_chat_request_generates_from_the_prompt_its_fields_end(
@@ -151,3 +164,28 @@ def test_both_fields_true_is_a_400_and_completions_take_neither(chat_api: ApiThr
     assert (status, error["param"], error["code"]) == (
         400, "continue_final_message", "unknown_parameter",
     )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ([1], "chat_template_kwargs must be an object of the chat template's variables, got [1]"),
+        ({f"v{i}": i for i in range(17)},
+         "chat_template_kwargs sets 17 variables, over the limit of 16"),
+        ({"not a name": 1}, 'chat_template_kwargs: "not a name" is no template variable name '
+         "(letters, digits and _, not first a digit; at most 64)"),
+        ({"9lives": 1}, 'chat_template_kwargs: "9lives" is no template variable name '
+         "(letters, digits and _, not first a digit; at most 64)"),
+        ({"tools": []}, "chat_template_kwargs.tools: the endpoint sets it"),
+        ({"add_generation_prompt": False},
+         "chat_template_kwargs.add_generation_prompt: the endpoint sets it (give it as a field "
+         "of its own)"),
+    ],
+)  # fmt: skip
+def test_bad_template_variables_are_a_400_naming_the_field(kwargs: Any, message: str) -> None:
+    with pytest.raises(ApiError) as refused:
+        chat_rendering({"chat_template_kwargs": kwargs})
+    assert (refused.value.status, refused.value.param, refused.value.message) == (
+        400, "chat_template_kwargs", message,
+    )  # fmt: skip
+    assert chat_rendering({"chat_template_kwargs": None}) == ChatRendering()
