@@ -23,6 +23,8 @@
 * :mod:`.link_arguments` — ``edgespec draft``'s emulated-link flags (``--link-*``), checked
   as the link checks them;
 * :mod:`.endpoint_arguments` — ``edgespec draft --serve-openai``'s limits (``--openai-max-*``);
+* :mod:`.draft_checks` — ``edgespec draft``'s checks against the window, the server's
+  draft-block limit and the models, before anything slow happens;
 * :mod:`.draft_chat` — ``edgespec draft --chat``: the prompt as a conversation through the
   tokenizer's chat template, the reply ending at its end of turn;
 * :mod:`.stop_arguments` — ``--stop-predictor`` / ``--stop-threshold``, shared by ``edgespec

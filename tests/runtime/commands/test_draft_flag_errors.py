@@ -409,7 +409,7 @@ def test_a_tree_with_an_empty_or_undrafted_depth_is_one_line(
 
 def test_a_tree_as_deep_as_the_window_reaches_is_kept() -> None:
     from edgespec.policies.window import DynamicWindow, StaticWindow
-    from edgespec.runtime.commands.draft import check_tree_depth
+    from edgespec.runtime.commands.draft_checks import check_tree_depth
 
     check_tree_depth("2,2,1,1", StaticWindow(4))
     check_tree_depth("2,1,1,1,1,1,1,1", DynamicWindow())  # up to its max_gamma 8

@@ -1,0 +1,76 @@
+"""``edgespec draft``'s checks of its flags and config against the window, the server's
+draft-block limit and the models, each before anything slow happens; where the draft is
+placed (``--device``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def check_tree_depth(tree: str | None, window: Any, gamma_by_flag: bool = False) -> None:
+    """A ``--tree`` with more depths than a round can draft (a static window's γ, a dynamic
+    one's ``max_gamma``) is a :class:`~edgespec.config.ConfigError`: a round drafts at most
+    γ deep, so the extra depths would never be drafted. γ is named where it came from:
+    ``--gamma`` when ``gamma_by_flag``, else the config field (``--set``, a config file, the
+    default); the tree by its flag when a flag set it (``flag_message``), else its field."""
+    from edgespec.config import ConfigError
+    from edgespec.core.tree import parse_branching
+    from edgespec.policies.window import DynamicWindow, StaticWindow
+
+    if tree is None:
+        return
+    if isinstance(window, StaticWindow):
+        deepest, what = window.gamma, "--gamma" if gamma_by_flag else "window.params.gamma"
+    elif isinstance(window, DynamicWindow):
+        deepest, what = window.max_gamma, "the dynamic window's max_gamma"
+    else:
+        return
+    depths = len(parse_branching(tree))
+    if depths > deepest:
+        problem = f"has {depths} depths, more than {what} {deepest}"
+        raise ConfigError("tree", f"{tree} {problem}", flag_message=f"--tree {tree} {problem}")
+
+
+def check_blocks(config: Any, window: Any, mode: str, limit: int | None) -> None:
+    """A round's block within the server's ``max_draft_tokens`` (``limit``; ``None``: it
+    does not say), checked once the server is reached: ``--mode fused``'s γ, a distributed
+    run's window (:func:`~edgespec.runtime.edge.block_limit.check_window_fits`); a
+    centralized run drafts nothing. A :class:`~edgespec.config.ConfigError` at the window
+    parameter (the server refused the first round that reached it)."""
+    from edgespec.runtime.commands.draft_run import fused_mode_gamma
+    from edgespec.runtime.edge.block_limit import check_gamma_fits, check_window_fits
+
+    if mode == "fused":
+        check_gamma_fits("gamma", fused_mode_gamma(config), limit)
+    elif mode == "distributed":
+        check_window_fits(window, config.tree is not None, limit)
+
+
+def draft_placement(args: argparse.Namespace) -> Any:
+    """``--device``/``--dtype`` of the draft model (a GPU this machine lacks fails here,
+    before the server is reached); a GPU with ``--backend llamacpp`` is a
+    :class:`~edgespec.errors.UserInputError` (llama.cpp's draft runs on the CPU)."""
+    from edgespec.errors import UserInputError
+    from edgespec.models.devices import device_placement
+
+    if args.backend == "llamacpp" and args.device not in (None, "cpu"):
+        raise UserInputError(f"--device {args.device} is for --backend transformers")
+    return device_placement(args)
+
+
+def check_draft_name(draft: str | None) -> None:
+    """The draft model (``--draft``, or the config's ``draft``) known or found before the
+    server is reached: an unknown name, a missing path, a folder without ``config.json``
+    or a cut-off save is a config error at field ``draft``, which names the flag that set
+    it (``--draft /x: model directory '/x' has no config.json ...``), not the registry's
+    bare line. Prompt lookup (``ngram``) and no draft need nothing."""
+    from edgespec.config import ConfigError
+    from edgespec.models.registry import ModelNotFoundError, resolve_model
+
+    if draft is None or draft == "ngram":
+        return
+    try:
+        resolve_model(draft)
+    except ModelNotFoundError as exc:
+        raise ConfigError("draft", str(exc)) from None
