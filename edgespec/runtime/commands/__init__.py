@@ -27,6 +27,8 @@
   draft-block limit and the models, before anything slow happens;
 * :mod:`.draft_chat` — ``edgespec draft --chat``: the prompt as a conversation through the
   tokenizer's chat template, the reply ending at its end of turn;
+* :mod:`.draft_conversation` — ``edgespec draft --interactive``: stdin's lines as the turns
+  of one conversation;
 * :mod:`.stop_arguments` — ``--stop-predictor`` / ``--stop-threshold``, shared by ``edgespec
   draft`` and ``edgespec trace``;
 * :mod:`.cpus` — ``--cpus`` and ``--threads``: a command's process bound to CPUs of its own,

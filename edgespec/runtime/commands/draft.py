@@ -5,11 +5,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from edgespec.runtime.commands.cpus import apply_cpus_and_threads
 from edgespec.runtime.commands.draft_arguments import add_arguments, flag_fields, overrides
-from edgespec.runtime.commands.draft_chat import chat_end_ids, check_chat_flags, prompt_text_ids
+from edgespec.runtime.commands.draft_chat import (
+    chat_end_ids,
+    chat_on,
+    check_chat_flags,
+    prompt_text_ids,
+)
 from edgespec.runtime.commands.draft_checks import (
     check_blocks,
     check_draft_name,
@@ -19,7 +26,8 @@ from edgespec.runtime.commands.draft_checks import (
 from edgespec.runtime.commands.draft_compare import compare
 from edgespec.runtime.commands.draft_connect import connect, connect_waiting
 from edgespec.runtime.commands.draft_context import ContextBudget
-from edgespec.runtime.commands.draft_run import DraftRun
+from edgespec.runtime.commands.draft_conversation import converse
+from edgespec.runtime.commands.draft_run import DraftRun, Outcome
 from edgespec.runtime.commands.sampling_arguments import check_sampling_flags
 from edgespec.runtime.commands.signals import stopped
 from edgespec.runtime.commands.stages import Stages
@@ -94,20 +102,32 @@ def _run(args: argparse.Namespace) -> int:
     check_blocks(config, window, args.mode, health.max_draft_tokens)
     ids, tokenizer, draft = _prompt_and_models(args, config, health, placement, say)
     check_draft_vocab(config.draft, None if draft is None else draft.model, vocab_size)
-    end_ids = chat_end_ids(tokenizer, config.ignore_eos) if args.chat else frozenset()
+    end_ids = chat_end_ids(tokenizer, config.ignore_eos) if chat_on(args) else frozenset()
     run = DraftRun(config, verifier, ids, tokenizer, args.seed,
                    first_open_retry_s=reached.open_retry_s, end_ids=end_ids)  # fmt: skip
     if args.compare:
         return compare(run, health.numerics, draft, vocab_size, window, stop, args, say.done)
-    if args.mode != "distributed":
-        outcome = run.server_side(fused=args.mode == "fused", ready=say.done)
-    else:
-        keep = args.records is not None
-        outcome = run.distributed(draft, vocab_size, window, stop, keep, ready=say.done)
+    generate = partial(_generate, args, draft, vocab_size, window, stop)
+    if args.interactive:
+        say.done()
+        budget = ContextBudget.of(args, config.max_new_tokens, health.max_context_tokens,
+                                  vocab_size)  # fmt: skip
+        return converse(run, args.system, budget, generate, args.mode)
+    outcome = generate(run, say.done)
     outcome.report(args.mode)
     if args.records:
         outcome.write_records(args.records)
     return 0
+
+
+def _generate(
+    args: argparse.Namespace, draft: Any, vocab_size: int, window: Any, stop: Any,
+    run: DraftRun, ready: Callable[[], None] | None,
+) -> Outcome:  # fmt: skip
+    """``run`` in the mode asked (``ready``: called before its first token is asked for)."""
+    if args.mode != "distributed":
+        return run.server_side(fused=args.mode == "fused", ready=ready)
+    return run.distributed(draft, vocab_size, window, stop, args.records is not None, ready=ready)
 
 
 def _warn_of_budget(config: Any) -> None:

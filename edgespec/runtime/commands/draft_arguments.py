@@ -47,6 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="instead of one prompt, serve an OpenAI-compatible HTTP endpoint (/v1/completions, "
         "/v1/chat/completions, /v1/models; docs/RUNTIME.md) drafting every request here",
     )
+    prompt.add_argument(
+        "--interactive",
+        action="store_true",
+        help="instead of one prompt, a conversation: each line of stdin a user turn, rendered "
+        "with the history by the chat template, each reply generated in turn (Ctrl-D ends it)",
+    )
     add_chat_arguments(parser)
     add_endpoint_arguments(parser)
     parser.add_argument("--tokenizer", help="tokenizer (model dir/name) if the draft has none")

@@ -53,9 +53,15 @@ def chat_setup(
     end, reply = _end_of_turn(target, size)
     directory = tmp_path_factory.mktemp("chat-tokenizer")
     words = word_vocab(size, {end: "<end_of_turn>"})
-    make_word_tokenizer(words, special_tokens=["<end_of_turn>"],
+    make_word_tokenizer(words, special_tokens=["<end_of_turn>"], fuse=False,
                         chat_template=TEMPLATE).save_pretrained(directory)  # fmt: skip
     return directory, end, reply
+
+
+def _text(ids: list[int]) -> str:
+    """The words of ``ids``, as the tokenizer (no decoder: words joined by spaces) says
+    them."""
+    return " ".join(f"w{t}" for t in ids)
 
 
 def _argv(server: ServerThread, tokenizer: Path, *flags: str) -> list[str]:
@@ -73,7 +79,7 @@ def test_the_reply_ends_at_the_end_of_turn(
     argv = _argv(server, tokenizer, "--chat", "--prompt", "w5 w6", "--mode", mode)
     assert main(argv) == 0
     out = capsys.readouterr()
-    assert out.out == "".join(f"w{t}" for t in reply[:num]) + "\n"
+    assert out.out == _text(reply[:num]) + "\n"
     assert split_stages(out.err)[1][0].startswith(f"[{mode}: {num} tokens, ")
     assert open_sessions(f"127.0.0.1:{server.port}") == 0
 
@@ -84,7 +90,7 @@ def test_a_system_message_comes_first_and_compare_finds_both_modes_alike(
 ) -> None:  # fmt: skip
     tokenizer, end, _ = chat_setup
     reply = list(target_greedy_decode(target, _chat_ids(end, True), BUDGET))
-    text = "".join(f"w{t}" for t in reply[: reply.index(end)])
+    text = _text(reply[: reply.index(end)])
     argv = _argv(server, tokenizer, "--chat", "--system", "w3", "--prompt", "w5 w6", "--compare")
     assert main(argv) == 0
     out = capsys.readouterr()
@@ -106,7 +112,7 @@ def test_stop_token_ids_end_the_text_before_them(
     argv = _argv(server, tokenizer, "--prompt-ids", ids, "--set", f"stop_token_ids=[{end}]")
     assert main(argv) == 0
     out = capsys.readouterr()
-    assert out.out == "".join(f"w{t}" for t in reply[: reply.index(end)]) + "\n"
+    assert out.out == _text(reply[: reply.index(end)]) + "\n"
     assert split_stages(out.err)[1][0].startswith(f"[distributed: {reply.index(end)} tokens, ")
 
 
@@ -119,6 +125,10 @@ def test_stop_token_ids_end_the_text_before_them(
         (["--serve-openai", "127.0.0.1:0", "--chat"],
          "--chat: --serve-openai's requests carry their own messages (/v1/chat/completions): "
          "drop --chat"),
+        (["--interactive", "--compare"],
+         "--interactive: --compare is for one prompt: drop --compare"),
+        (["--interactive", "--records", "r.jsonl"],
+         "--interactive: --records is for one prompt: drop --records"),
     ],
 )  # fmt: skip
 def test_chat_flag_mistakes_exit_2_before_the_server_is_reached(
@@ -137,3 +147,75 @@ def test_a_tokenizer_without_a_chat_template_is_named(
         "edgespec draft: --chat: the tokenizer has no chat template: drop --chat to send the "
         "text as it is"
     )
+
+
+def _cut(reply: list[int], end: int) -> list[int]:
+    return reply[: reply.index(end)] if end in reply else reply
+
+
+@pytest.mark.parametrize("mode", ["distributed", "centralized"])
+def test_interactive_turns_carry_the_conversation(
+    mode: str, server: ServerThread, target: TransformersTarget,
+    chat_setup: tuple[Path, int, list[int]], monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Each line a user turn (a blank one skipped), generated on the whole conversation
+    rendered by the template: the second turn's prompt holds the first reply's words as
+    the assistant's turn. Each reply, token-identical to target-only decoding of that
+    prompt, ends at the end of turn; end of input ends the run, exit 0."""
+    import io
+
+    tokenizer, end, reply = chat_setup
+    first = _cut(reply, end)
+    second_prompt = (5, 6, end, *first, end, 7, end, 9)
+    second = _cut(list(target_greedy_decode(target, second_prompt, BUDGET)), end)
+    monkeypatch.setattr("sys.stdin", io.StringIO("w5 w6\n\n  \nw7\n"))
+    assert main(_argv(server, tokenizer, "--interactive", "--mode", mode)) == 0
+    out = capsys.readouterr()
+    assert out.out == f"{_text(first)}\n{_text(second)}\n"
+    stats = split_stages(out.err)[1]
+    assert [line.split(",")[0] for line in stats] == [
+        f"[{mode}: {len(first)} tokens", f"[{mode}: {len(second)} tokens",
+    ]  # fmt: skip
+    assert open_sessions(f"127.0.0.1:{server.port}") == 0
+
+
+def test_a_conversation_past_the_context_is_refused_in_one_line(
+    server: ServerThread, chat_setup: tuple[Path, int, list[int]],
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    import io
+
+    tokenizer, _, _ = chat_setup
+    monkeypatch.setattr("sys.stdin", io.StringIO("w5\n" + " ".join(["w5"] * 5000) + "\n"))
+    assert main(_argv(server, tokenizer, "--interactive")) == 2  # after the first turn
+    out = capsys.readouterr()
+    assert len(out.out.splitlines()) == 1
+    turns = 2 + len(out.out.split()) + 1 + 5001 + 1  # w5 <eot>, the reply <eot>, ... w9
+    assert out.err.splitlines()[-1] == (
+        f"edgespec draft: --interactive: the conversation ({turns:,} tokens) + --max-new-tokens "
+        "(24) exceeds the target's context of 4,096 tokens"
+    )
+    assert open_sessions(f"127.0.0.1:{server.port}") == 0
+
+
+class _Terminal:
+    """Lines as a terminal gives them (``isatty``)."""
+
+    def __init__(self, text: str) -> None:
+        import io
+
+        self._lines = io.StringIO(text)
+
+    def isatty(self) -> bool:
+        return True
+
+    def readline(self) -> str:
+        return self._lines.readline()
+
+
+def test_a_terminal_is_asked_for_each_turn_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    from edgespec.runtime.commands.draft_conversation import turns
+
+    assert list(turns(_Terminal("hi\n\nthere"))) == ["hi", "there"]
+    assert capsys.readouterr() == ("", "> > > > ")  # stdout carries only the replies
