@@ -260,7 +260,7 @@ def test_a_request_counts_against_its_clients_cap_while_it_is_tokenized(
             time.sleep(0.3)  # being tokenized (a second and a half)
             start = time.monotonic()
             status, _, text = _stream(api, 1)
-            assert time.monotonic() - start < 1.0  # at once: not after a turn at the tokenizer
+            assert time.monotonic() - start < 1.5  # at once, not after the tokenizer (2.7 s)
             assert (status, json.loads(text)["error"]["message"]) == (
                 429,
                 "the endpoint is busy: client 127.0.0.1 has 1 requests in flight "
