@@ -174,9 +174,10 @@ def load_tokenizer(name: str, verbose: bool = False) -> Any | None:
     network. The libraries' progress bars and warnings show only when ``verbose``. A
     directory of a tokenizer alone (its ``tokenizer_config.json``; no config nor weights)
     is read too."""
-    if _tokenizer_alone(Path(name).expanduser()):
+    alone = Path(name).expanduser()
+    if _tokenizer_alone(alone):
         with library_output(verbose):
-            return _saved_tokenizer(str(Path(name).expanduser()))
+            return _saved_tokenizer(str(alone))
     try:
         spec = resolve_model(name)
     except BrokenModelError:

@@ -7,7 +7,6 @@ end of turn (:func:`chat_end_ids`), which the text leaves out."""
 from __future__ import annotations
 
 import argparse
-import threading
 from typing import Any
 
 from edgespec.errors import UserInputError
@@ -54,12 +53,13 @@ def conversation_ids(tokenizer: Any, messages: tuple[Message, ...]) -> tuple[int
     """``messages`` as the endpoint renders a chat request's (a reply's start last)."""
     from edgespec.runtime.openai_api.chat_prompt import chat_ids, special_ids
     from edgespec.runtime.openai_api.errors import ApiError
+    from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK
 
     if getattr(tokenizer, "chat_template", None) is None:
         raise UserInputError("--chat: the tokenizer has no chat template: drop --chat to send "
                              "the text as it is")  # fmt: skip
     try:
-        return tuple(chat_ids(tokenizer, messages, threading.Lock(), special_ids(tokenizer)))
+        return tuple(chat_ids(tokenizer, messages, TOKENIZER_LOCK, special_ids(tokenizer)))
     except ApiError as exc:
         raise UserInputError(f"--chat: {exc.message}") from None
 

@@ -7,10 +7,9 @@ in a FIFO queue of at most ``max_queued``; beyond that it is refused at once wit
 ``Retry-After``. So is a request, as it arrives, from a client (its address) that already
 has ``max_per_client`` requests in flight (being read, tokenized, queued or run), when that
 cap is set: with it at ``max_running``, one client may hold every worker but not the queue
-or the tokenizer's line too, which stay for the others. ``/metrics`` shows the running and queued
-requests. :class:`Line` (places
-held, the rest waiting in order) is shared with the line of prompts waiting to be
-tokenized (:mod:`.tokenizing`).
+or the tokenizer's line too, which stay for the others. ``/metrics`` shows the running and
+queued requests. :class:`Line` (places held, the rest waiting in order) is shared with the
+line of prompts waiting to be tokenized (:mod:`.tokenizing`).
 """
 
 from __future__ import annotations
