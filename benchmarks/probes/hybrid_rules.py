@@ -28,7 +28,7 @@ from probe_json import add_json_option, finish, positive_int
 
 from edgespec.datasets.prompts import load_prompts
 from edgespec.learn.drafts.distill_data import encode_prompt, generate_batch
-from edgespec.learn.traces.records import replay_accepted_lengths
+from edgespec.learn.traces.replay import replay_accepted_lengths
 from edgespec.models.loading import load_model
 from edgespec.models.trimmed import TrimmedVocabDraft
 from edgespec.runtime.backends.ngram import suffix_match_next

@@ -108,6 +108,18 @@ def residual_distribution(target_probs: FloatArray, draft_probs: FloatArray) -> 
     return np.asarray(residual / total, dtype=np.float64)
 
 
+def acceptance_probability(target_probs: FloatArray, draft_probs: FloatArray) -> float:
+    """Σ_v min(p(v), q(v)): the probability that stochastic verification accepts a token
+    drawn from ``draft_probs`` q where the target's distribution is ``target_probs`` p
+    (the α above, = 1 − the total variation distance between p and q). Each row
+    is read as it is drawn from and judged (:func:`as_drawn`), so a row sent as float32 that
+    does not sum to exactly 1 counts as the verifier counts it."""
+    p, q = as_drawn(target_probs), as_drawn(draft_probs)
+    if p.shape != q.shape:
+        raise ValueError(f"target row has {p.shape[-1]} entries, draft row {q.shape[-1]}")
+    return float(min(np.minimum(p, q).sum(), 1.0))
+
+
 def sample_token(probs: FloatArray, rng: np.random.Generator) -> int:
     """Draw one token id from a probability vector (float32 or float64; it need not sum to
     exactly 1) with one ``rng.random()`` draw, inverting the float64 CDF. The one sampler of

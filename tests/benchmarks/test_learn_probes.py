@@ -10,7 +10,7 @@ from types import ModuleType
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgespec.learn.traces.records import replay_accepted_lengths
+from edgespec.learn.traces.replay import replay_accepted_lengths
 from tests.benchmarks.scripts import load_script
 
 

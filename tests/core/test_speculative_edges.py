@@ -130,3 +130,24 @@ class TestMarginalRates:
     def test_no_rounds_give_nan_everywhere(self) -> None:
         rates = marginal_acceptance_by_position([], gamma=3)
         assert rates.shape == (3,) and bool(np.isnan(rates).all())
+
+
+def test_acceptance_probability_is_1_minus_total_variation_and_what_verification_accepts() -> None:
+    from edgespec.core.speculative import acceptance_probability, sample_token, stochastic_verify
+
+    p = np.array([0.5, 0.3, 0.2, 0.0])
+    q = np.array([0.1, 0.3, 0.2, 0.4], dtype=np.float32)
+    assert acceptance_probability(p, q) == pytest.approx(0.1 + 0.3 + 0.2)
+    assert acceptance_probability(p, q) == pytest.approx(1 - 0.5 * np.abs(p - q).sum())
+    assert acceptance_probability(p, p) == 1.0
+    assert acceptance_probability(p, q[::-1]) == pytest.approx(0.4 + 0.2 + 0.2)
+    rng = np.random.default_rng(11)
+    trials = 20_000
+    accepted = sum(
+        stochastic_verify([t], q[None, :], np.stack([p, p]), rng).num_accepted
+        for t in (sample_token(q, rng) for _ in range(trials))
+    )
+    # binomial(20000, 0.6): sd 69; 4 sd
+    assert abs(accepted - 0.6 * trials) <= 4 * np.sqrt(trials * 0.6 * 0.4)
+    with pytest.raises(ValueError, match="target row has 4 entries, draft row 3"):
+        acceptance_probability(p, q[:3])

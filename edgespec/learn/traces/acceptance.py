@@ -1,7 +1,9 @@
 """Acceptance per output position: the drafter asked for one token at every position of the
 target's output on the target's prefix (``acceptance_seq`` and, for neural drafts, the
 draft-logit features), the continuations a rejection leaves, and the target's hidden rows
-feature drafts need; :func:`flags_from_rounds` for drafters whose steps are rounds."""
+feature drafts need; :func:`flags_from_rounds` for drafters whose steps are rounds. A
+sampled capture (``edgespec trace --temperature``): :func:`acceptance_probabilities` (α per
+position) and :func:`sampled_flags` (the outcomes its rounds drew)."""
 
 from __future__ import annotations
 
@@ -11,12 +13,14 @@ import numpy as np
 import numpy.typing as npt
 
 from edgespec.core.features import stop_features
+from edgespec.core.speculative import acceptance_probability
 from edgespec.runtime.backends.base import (
     DraftBackend,
     FeatureDraftBackend,
     ForwardItem,
     TargetBackend,
 )
+from edgespec.runtime.sampling import logits_to_probs
 
 
 def per_position_acceptance(
@@ -96,3 +100,68 @@ def flags_from_rounds(accepted: Sequence[int], num_output: int) -> tuple[int, ..
     for length in accepted:
         flags.extend([1] * length + [0])
     return tuple(flags[:num_output]) + (0,) * max(0, num_output - len(flags))
+
+
+def acceptance_probabilities(
+    drafter: DraftBackend,
+    target: TargetBackend,
+    prompt_ids: Sequence[int],
+    output_ids: Sequence[int],
+    temperature: float,
+    target_hidden: npt.NDArray[np.float32] | None = None,
+) -> tuple[float, ...]:
+    """α at every output position j: the probability that stochastic verification at
+    ``temperature`` accepts the draft's token there, Σ min(p_j, q_j)
+    (:func:`~edgespec.core.speculative.acceptance_probability`), with p_j the target's
+    distribution after prompt + output[:j] (its rows from one pass) and q_j the draft's,
+    asked for one token on that prefix as the drafter loop asks (a drafter without a
+    distribution, prompt lookup, proposes one token for certain)."""
+    if not output_ids:
+        return ()
+    context = (*prompt_ids, *output_ids[:-1])
+    rows = target.forward([ForwardItem(None, 0, context, len(output_ids))])[0].logits
+    rng = np.random.default_rng(0)
+    drafter.reset()
+    if target_hidden is not None and isinstance(drafter, FeatureDraftBackend):
+        drafter.observe_target_hidden(0, target_hidden)
+    alphas: list[float] = []
+    for j in range(len(output_ids)):
+        proposal = drafter.propose((*prompt_ids, *output_ids[:j]), 1, temperature, rng)
+        target_probs = logits_to_probs(rows[j], temperature)
+        if proposal.probs is None:
+            draft_probs = np.zeros_like(target_probs)
+            draft_probs[proposal.token_ids[0]] = 1.0
+        else:
+            draft_probs = np.asarray(proposal.probs[0], dtype=np.float64)
+        alphas.append(acceptance_probability(target_probs, draft_probs))
+    drafter.reset()
+    return tuple(alphas)
+
+
+def sampled_flags(
+    rounds: Sequence[tuple[int, int]], alphas: Sequence[float], rng: np.random.Generator
+) -> tuple[int, ...]:
+    """Per-position flags of a sampled capture, one per entry of ``alphas``: what each
+    position a round tested drew (a round that sent K tokens and accepted L < K: L ones,
+    then the zero of its rejection), and for each position no round tested (the bonus token
+    after a round that accepted all it sent, a last token drafted by none) a draw from its
+    α with ``rng``. At the captured window the flags replay the rounds exactly (a round's
+    window ends before its untested position); at another window a position is accepted
+    as often as stochastic verification accepts it there."""
+    num_positions = len(alphas)
+    flags: list[int] = []
+
+    def draw() -> None:
+        flags.append(int(rng.random() < alphas[len(flags)]))
+
+    for num_sent, num_accepted in rounds:
+        flags.extend([1] * num_accepted)
+        if len(flags) >= num_positions:
+            break
+        if num_accepted < num_sent:
+            flags.append(0)
+        else:
+            draw()
+    while len(flags) < num_positions:
+        draw()
+    return tuple(flags[:num_positions])

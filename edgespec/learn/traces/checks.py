@@ -64,14 +64,33 @@ def check_args(args: argparse.Namespace) -> str | None:
             return problem
     if args.stop_predictor is not None and (args.draft == NGRAM or args.tree is not None):
         return "--stop-predictor needs a neural chain draft (not ngram, not --tree)"
-    return _tree_limits(args)
+    return _temperature_problem(args) or _tree_limits(args)
+
+
+def _temperature_problem(args: argparse.Namespace) -> str | None:
+    """``--temperature``: a temperature the runtime samples at, and a draft that samples (a
+    chain without ``--lookup``: a token tree is verified greedily, lookup drafts greedily)."""
+    from edgespec.core.types import SamplingParams
+
+    try:
+        SamplingParams(temperature=args.temperature)
+    except ValueError as exc:
+        return f"--{exc}"
+    if args.temperature > 0 and args.tree is not None:
+        return "--temperature > 0 needs a chain draft: a token tree is verified greedily (--tree)"
+    if args.temperature > 0 and args.lookup:
+        return (
+            "--temperature > 0 needs a draft that samples: --lookup drafts greedily (a "
+            "looked-up token has no draft probability)"
+        )
+    return None
 
 
 def _tree_too_deep(args: argparse.Namespace, depths: int) -> str | None:
     """A ``--tree`` with more depths than a round's largest γ (``--gamma``; a dynamic
     window's ``max(--gamma, 8)``), whose extra depths would never be drafted, or None."""
     if args.window == "dynamic":
-        from edgespec.learn.traces.capture import DYNAMIC_MAX_GAMMA
+        from edgespec.learn.traces.settings import DYNAMIC_MAX_GAMMA
 
         deepest = max(args.gamma, DYNAMIC_MAX_GAMMA)
         if depths > deepest:

@@ -86,6 +86,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_stop_arguments(parser)
     parser.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="0 (default): greedy; > 0: sample at this temperature (prompt i with seed --seed + "
+        "i), acceptance_seq holding what the rounds drew and acceptance_prob each position's "
+        "acceptance probability",
+    )
+    parser.add_argument(
         "--max-new-tokens", type=int, default=64, help="tokens generated per prompt (default 64)"
     )
     parser.add_argument(
@@ -115,7 +123,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_device_arguments(parser, "the target and draft")
     add_threads(parser, 2)
-    add_seed(parser, "the arrival times")
+    add_seed(parser, "the arrival times and, with --temperature, the sampling")
     parser.add_argument(
         "--out",
         type=output_file,
@@ -142,8 +150,8 @@ def run(args: argparse.Namespace) -> int:
     import torch
     from rich.console import Console
 
-    from edgespec.learn.traces.capture import PairInfo
     from edgespec.learn.traces.drafters import DraftChoice, drafter_for
+    from edgespec.learn.traces.settings import PairInfo
     from edgespec.learn.traces.summary import print_summary_table, write_summary_json
     from edgespec.runtime.commands.stop_arguments import stop_policy_from_args
 
@@ -172,14 +180,18 @@ def run(args: argparse.Namespace) -> int:
             choice = dataclasses.replace(choice, tree_min_prob=args.tree_min_prob)
         if args.tree_max_nodes is not None:
             choice = dataclasses.replace(choice, tree_max_nodes=args.tree_max_nodes)
-        drafter, draft_model, draft_name = drafter_for(choice, draft_model, stop is not None)
+        sampled_vocab = target_backend.vocab_size if args.temperature > 0 else None
+        drafter, draft_model, draft_name = drafter_for(
+            choice, draft_model, stop is not None, sampled_vocab
+        )
     except UserInputError as exc:
         console.print(f"edgespec trace: {exc}")
         return 2
     pair = PairInfo(recorded_name(args.target), draft_name, target.model, draft_model)
     records = _capture(args, (target, target_backend), drafter, pair, sets, stop, console)
     _write_records(args, records, [name for name, _ in sets], console)
-    title = f"speculative decoding, greedy, γ = {args.gamma}, {args.window} window"
+    how = f"sampled at T = {args.temperature:g}" if args.temperature > 0 else "greedy"
+    title = f"speculative decoding, {how}, γ = {args.gamma}, {args.window} window"
     if stop is not None:
         title += f", stop predictor {args.stop_predictor} (P >= {stop.threshold:g})"
     print_summary_table(console, records, args.gamma, args.max_new_tokens, title)
@@ -247,7 +259,7 @@ def _check_context(work: list[Any], max_new_tokens: int, context: int) -> None:
 
 
 def _capture_settings(args: argparse.Namespace, has_draft_model: bool, stop: Any) -> Any:
-    from edgespec.learn.traces.capture import CaptureSettings
+    from edgespec.learn.traces.settings import CaptureSettings
 
     return CaptureSettings(
         gamma_max=args.gamma,
@@ -261,6 +273,7 @@ def _capture_settings(args: argparse.Namespace, has_draft_model: bool, stop: Any
         draft_tree=args.tree,
         window=args.window,
         stop=stop,
+        temperature=args.temperature,
     )
 
 

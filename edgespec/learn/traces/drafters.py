@@ -22,11 +22,14 @@ class DraftChoice:
     tree_max_nodes: int = 24
 
 
-def drafter_for(choice: DraftChoice, draft_model: Any, stops: bool) -> tuple[Any, Any, str]:
+def drafter_for(
+    choice: DraftChoice, draft_model: Any, stops: bool, lookup_vocab_size: int | None = None
+) -> tuple[Any, Any, str]:
     """(drafter, the causal-LM draft for assisted generation or None, the draft's name in
     the records) for the loaded ``draft_model`` (None: prompt lookup alone); ``stops``: a
-    stop predictor will cut its windows. A combination the draft cannot do is a
-    UserInputError naming the flag."""
+    stop predictor will cut its windows; ``lookup_vocab_size``: the target's vocabulary,
+    over which prompt lookup alone gives its (one-hot) distributions, as sampling needs.
+    A combination the draft cannot do is a UserInputError naming the flag."""
     from edgespec.core.tree import parse_branching
     from edgespec.models.feature_draft import FeatureDraftNet
     from edgespec.runtime.backends.base import stopping_drafter
@@ -36,7 +39,7 @@ def drafter_for(choice: DraftChoice, draft_model: Any, stops: bool) -> tuple[Any
     from edgespec.runtime.backends.transformers_draft import TransformersDraft
     from edgespec.runtime.backends.tree_draft import TreeDraft
 
-    drafter: Any = NgramDrafter(max_ngram=3)
+    drafter: Any = NgramDrafter(max_ngram=3, vocab_size=lookup_vocab_size)
     name, lookup = choice.name, "+lookup" if choice.lookup else ""
     if isinstance(draft_model, FeatureDraftNet):  # transformers' assisted generation cannot
         if choice.tree is not None:

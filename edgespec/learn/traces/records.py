@@ -24,6 +24,11 @@ output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
   predictor, a 5th element: the draft passes run, which count the token it stopped on), and
   ``sd_ms`` / ``target_only_ms`` / ``assisted_ms`` wall times. ``acceptance_seq`` and
   ``draft_features`` are computed on the target's prefix, whatever the stop predictor did.
+- ``temperature`` and ``acceptance_prob`` (a sampled capture, ``edgespec trace
+  --temperature T``; absent when greedy): the output was sampled at T, ``acceptance_seq``
+  holds what the rounds drew (:func:`edgespec.learn.traces.acceptance.sampled_flags`), and
+  ``acceptance_prob`` each position's α, the probability that stochastic verification
+  accepts the draft's token there (4 decimals).
 - ``draft_tree``: for a token-tree drafter, its branching per depth (e.g. ``"3,3,2,1"``);
   the simulator then replays ``rounds`` as they ran (node counts verified and sent,
   accepted lengths) instead of ``acceptance_seq``.
@@ -31,6 +36,7 @@ output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +54,8 @@ from edgespec.output_paths import write_atomically
 from edgespec.sim.setup.trace_fields import acceptance_values
 
 TRACE_FEATURE_NAMES: tuple[str, ...] = FEATURE_NAMES[:5]
+PROB_DIGITS = 4
+"""Decimals of ``acceptance_prob`` as written."""
 
 T = TypeVar("T")
 
@@ -95,8 +103,25 @@ class TraceRecord:
     """For each output position whose draft token the target rejects: (position, the
     feature rows of the next ``gamma_max`` − 1 positions the draft drafts on its own tokens
     after it) — what a stop predictor sees in the rest of a round that rejected there."""
+    temperature: float = 0.0
+    acceptance_prob: tuple[float, ...] | None = None
+    """A sampled capture's α per output position (``temperature`` > 0), else ``None``."""
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.temperature < math.inf:
+            raise ValueError(f"temperature must be finite and >= 0, got {self.temperature}")
+        if (self.acceptance_prob is not None) != (self.temperature > 0):
+            raise ValueError(
+                f"{self.request_id}: acceptance_prob comes with a temperature > 0, and only then"
+            )
+        if self.acceptance_prob is not None:
+            if len(self.acceptance_prob) != self.output_tokens:
+                raise ValueError(
+                    f"{self.request_id}: acceptance_prob has {len(self.acceptance_prob)} "
+                    f"entries for {self.output_tokens} output tokens"
+                )
+            if not all(0.0 <= a <= 1.0 for a in self.acceptance_prob):
+                raise ValueError(f"{self.request_id}: acceptance_prob entries must be in [0, 1]")
         if len(self.acceptance_seq) != self.output_tokens:
             raise ValueError(
                 f"{self.request_id}: acceptance_seq has {len(self.acceptance_seq)} entries "
@@ -113,48 +138,6 @@ class TraceRecord:
         if not self.rounds:
             return None
         return sum(r.num_accepted for r in self.rounds) / len(self.rounds)
-
-
-def sent_acceptance(rounds: Sequence[TraceRound]) -> float | None:
-    """Accepted / sent draft tokens over ``rounds`` (``None`` when none was sent)."""
-    sent = sum(r.gamma for r in rounds)
-    return sum(r.num_accepted for r in rounds) / sent if sent else None
-
-
-def wasted_passes_per_round(rounds: Sequence[TraceRound]) -> float | None:
-    """Mean draft passes per round that gave no accepted token, Σ (passes − accepted)⁺ /
-    rounds (WISP Eq. 7's W = (K − L)⁺ counted in draft passes, so a stop predictor's
-    stopped-on token counts); ``None`` for no rounds."""
-    if not rounds:
-        return None
-    return sum(max(r.passes - r.num_accepted, 0) for r in rounds) / len(rounds)
-
-
-def replay_accepted_lengths(
-    acceptance_seq: Sequence[int], gamma: int, max_new_tokens: int | None = None
-) -> list[int]:
-    """Accepted lengths of the greedy rounds a window of ``gamma`` would run over the sequence.
-
-    A round at position s accepts L = the run of 1s from s, capped at its window and at the
-    end of the output, and commits L + 1 tokens; the next round starts at s + L + 1. The
-    window is γ, or with ``max_new_tokens`` the runtime drafter's
-    min(γ, max_new_tokens − s − 1) (:func:`edgespec.runtime.edge.rounds.capped_gamma`, as the
-    simulator caps it): it never drafts past the token budget, and the last token is a
-    target step with nothing drafted.
-    """
-    if gamma < 1:
-        raise ValueError(f"gamma must be >= 1, got {gamma}")
-    lengths, pos, n = [], 0, len(acceptance_seq)
-    while pos < n:
-        window = gamma
-        if max_new_tokens is not None:
-            window = min(gamma, max_new_tokens - pos - 1)
-        length = 0
-        while length < window and pos + length < n and acceptance_seq[pos + length]:
-            length += 1
-        lengths.append(length)
-        pos += length + 1
-    return lengths
 
 
 def _round(value: float, digits: int = 3) -> float:
@@ -193,6 +176,9 @@ def record_to_json(record: TraceRecord) -> dict[str, Any]:
         out["lossless"] = record.lossless
     if record.draft_tree is not None:
         out["draft_tree"] = record.draft_tree
+    if record.acceptance_prob is not None:
+        out["temperature"] = record.temperature
+        out["acceptance_prob"] = [_round(a, PROB_DIGITS) for a in record.acceptance_prob]
     if record.rejection_features is not None:
         out["rejection_features"] = [
             [p, [[_round(v, FEATURE_DIGITS) for v in row] for row in rows]]
@@ -267,11 +253,32 @@ def record_from_json(obj: Any, where: str) -> TraceRecord:
             lossless=obj.get("lossless"),
             draft_tree=obj.get("draft_tree"),
             rejection_features=after,
+            temperature=_temperature(obj, where),
+            acceptance_prob=_probabilities(obj, where),
         )
     except ConfigError:
         raise
     except ValueError as exc:
         raise RecordError(where, str(exc)) from exc
+
+
+def _temperature(obj: dict[str, Any], where: str) -> float:
+    raw = obj.get("temperature", 0.0)
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw < math.inf:
+        raise RecordError(where, f"expected a number >= 0, got {as_written(raw)}", "temperature")
+    return float(raw)
+
+
+def _probabilities(obj: dict[str, Any], where: str) -> tuple[float, ...] | None:
+    raw = obj.get("acceptance_prob")
+    if raw is None:
+        return None
+    ok = isinstance(raw, list) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1 for v in raw
+    )
+    if not ok:
+        raise RecordError(where, "must be a list of numbers in [0, 1]", "acceptance_prob")
+    return tuple(float(v) for v in raw)
 
 
 def write_trace(path: Path, records: Iterable[TraceRecord]) -> int:

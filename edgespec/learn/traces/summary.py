@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgespec.learn.traces.records import (
-    TraceRecord,
+from edgespec.learn.traces.records import TraceRecord
+from edgespec.learn.traces.replay import (
     replay_accepted_lengths,
     sent_acceptance,
     wasted_passes_per_round,
@@ -23,7 +23,10 @@ class TraceSummary:
     """Per-group totals. Speeds are output tokens per wall second; ``None`` when not run.
 
     ``measured_aal``: mean accepted draft tokens per round over the rounds actually run;
-    ``replayed_aal``: the same recomputed from ``acceptance_seq`` at window ``gamma``.
+    ``replayed_aal``: the same recomputed from ``acceptance_seq`` at window ``gamma``;
+    ``position_acceptance``: the share of 1s in ``acceptance_seq``; ``expected_acceptance``:
+    a sampled capture's mean α per position (``acceptance_prob``; ``None`` when greedy),
+    what ``position_acceptance`` estimates with the variance of the draws taken out.
     """
 
     name: str
@@ -33,6 +36,7 @@ class TraceSummary:
     measured_aal: float
     replayed_aal: float
     position_acceptance: float
+    expected_acceptance: float | None
     sd_tokens_per_s: float | None
     target_tokens_per_s: float | None
     assisted_tokens_per_s: float | None
@@ -72,6 +76,7 @@ def summarize_traces(
         for n in replay_accepted_lengths(rec.acceptance_seq, gamma, max_new_tokens)
     ]
     flags = [f for rec in records for f in rec.acceptance_seq]
+    alphas = [a for rec in records for a in rec.acceptance_prob or ()]
     drafted = sum(r.gamma for r in rounds)
     draft_ms = sum(r.draft_ms for r in rounds)
     lossless_flags = [rec.lossless for rec in records if rec.lossless is not None]
@@ -83,6 +88,7 @@ def summarize_traces(
         measured_aal=sum(r.num_accepted for r in rounds) / len(rounds) if rounds else 0.0,
         replayed_aal=sum(replayed) / len(replayed) if replayed else 0.0,
         position_acceptance=sum(flags) / len(flags) if flags else 0.0,
+        expected_acceptance=sum(alphas) / len(alphas) if alphas else None,
         sd_tokens_per_s=_speed(records, "sd_ms"),
         target_tokens_per_s=_speed(records, "target_only_ms"),
         assisted_tokens_per_s=_speed(records, "assisted_ms"),
@@ -132,18 +138,22 @@ def print_summary_table(
 ) -> None:
     """Print `edgespec trace`'s per-dataset table to a rich ``console``. "sent acc.": accepted /
     sent draft tokens; "wasted / round": draft passes per round that gave no
-    accepted token (WISP Eq. 7's W in passes)."""
+    accepted token (WISP Eq. 7's W in passes). A sampled capture's table has "exp. acc."
+    (its mean α) in place of "lossless" (a sampled output equals no other draw)."""
     from rich.table import Table
 
+    sampled = any(r.acceptance_prob is not None for r in records)
     table = Table(title=title)
     for col in (
         "dataset", "requests", "out tokens", "rounds", "AAL", "AAL replay", "sent acc.",
-        "wasted / round", "pos. acc.", "draft ms/tok", "SD tok/s", "target tok/s",
-        "assisted tok/s", "× target", "× assisted", "lossless",
+        "wasted / round", "pos. acc.", *(("exp. acc.",) if sampled else ()), "draft ms/tok",
+        "SD tok/s", "target tok/s", "assisted tok/s", "× target", "× assisted",
+        *(() if sampled else ("lossless",)),
     ):  # fmt: skip
         table.add_column(col, justify="right")
     for s in summarize_by_dataset(records, gamma, max_new_tokens):
         rounds = [x for r in records if s.name in ("all", r.dataset) for x in r.rounds]
+        lossless = "-" if s.all_lossless is None else str(s.all_lossless)
         table.add_row(
             s.name,
             str(s.num_requests),
@@ -154,12 +164,13 @@ def print_summary_table(
             _fmt(sent_acceptance(rounds), 3),
             _fmt(wasted_passes_per_round(rounds)),
             _fmt(s.position_acceptance, 3),
+            *((_fmt(s.expected_acceptance, 3),) if sampled else ()),
             _fmt(s.mean_draft_ms_per_token, 1),
             _fmt(s.sd_tokens_per_s),
             _fmt(s.target_tokens_per_s),
             _fmt(s.assisted_tokens_per_s),
             _fmt(s.speedup_vs_target),
             _fmt(s.speedup_vs_assisted),
-            "-" if s.all_lossless is None else str(s.all_lossless),
+            *(() if sampled else (lossless,)),
         )
     console.print(table)

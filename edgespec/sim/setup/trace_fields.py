@@ -59,9 +59,12 @@ RECORDED_KEYS = (
     "target_only_ms",
     "assisted_ms",
     "lossless",
+    "temperature",
+    "acceptance_prob",
 )
 """The fields ``edgespec trace`` writes that the simulator does not read (docs/LEARN.md,
-"Trace format")."""
+"Trace format"; a sampled trace's ``acceptance_seq`` holds what its rounds drew, and the
+simulator replays it as any other)."""
 
 DSDSIM_UNREAD_KEYS = ("device_tier", "mode_hint", "seed")
 """DSD-Sim's ``TraceRecord`` fields the simulator does not read: a pool tier (edgespec

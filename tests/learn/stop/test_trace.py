@@ -9,16 +9,16 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.config import ConfigError
-from edgespec.learn.traces.capture import CaptureSettings, PairInfo, capture_one
+from edgespec.learn.traces.capture import capture_one
 from edgespec.learn.traces.records import (
     TraceRecord,
     TraceRound,
     read_trace,
     record_from_json,
     record_to_json,
-    sent_acceptance,
-    wasted_passes_per_round,
 )
+from edgespec.learn.traces.replay import sent_acceptance, wasted_passes_per_round
+from edgespec.learn.traces.settings import CaptureSettings, PairInfo
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from tests.learn.traces.test_command import pair  # noqa: F401

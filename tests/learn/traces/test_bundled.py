@@ -5,7 +5,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from edgespec.learn.traces.records import read_trace, replay_accepted_lengths
+from edgespec.learn.traces.records import read_trace
+from edgespec.learn.traces.replay import replay_accepted_lengths
 from edgespec.models.registry import ModelSource, resolve_model
 
 TRACES = Path(str(resources.files("edgespec") / "data" / "traces"))

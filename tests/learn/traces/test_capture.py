@@ -8,8 +8,9 @@ import numpy as np
 import torch
 
 from edgespec.learn.traces.acceptance import per_position_acceptance
-from edgespec.learn.traces.capture import CaptureSettings, PairInfo, capture
-from edgespec.learn.traces.records import replay_accepted_lengths
+from edgespec.learn.traces.capture import capture
+from edgespec.learn.traces.replay import replay_accepted_lengths
+from edgespec.learn.traces.settings import CaptureSettings, PairInfo
 from edgespec.runtime.backends.hybrid_draft import HybridDraft
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from edgespec.cli import main
-from edgespec.learn.traces.capture import CaptureSettings, capture
+from edgespec.learn.traces.capture import capture
 from edgespec.learn.traces.checks import slo_classes
+from edgespec.learn.traces.settings import CaptureSettings
 from edgespec.models.registry import TRIMMED_MARKER
 from tests.models.tiny import VOCAB, tiny_draft
 

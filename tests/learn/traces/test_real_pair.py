@@ -11,7 +11,8 @@ import pytest
 
 from edgespec.datasets.prompts import load_prompts
 from edgespec.learn.drafts.distill_data import encode_prompt
-from edgespec.learn.traces.capture import CaptureSettings, PairInfo, capture
+from edgespec.learn.traces.capture import capture
+from edgespec.learn.traces.settings import CaptureSettings, PairInfo
 
 
 @pytest.mark.slow

@@ -15,9 +15,9 @@ from edgespec.learn.traces.records import (
     TraceRound,
     read_trace,
     record_to_json,
-    replay_accepted_lengths,
     write_trace,
 )
+from edgespec.learn.traces.replay import replay_accepted_lengths
 from edgespec.learn.traces.summary import summarize_by_dataset, summarize_traces
 from edgespec.sim.setup.workload import load_trace
 

@@ -1,0 +1,73 @@
+"""What ``edgespec trace`` runs per prompt (:class:`CaptureSettings`, the window it asks
+for, the prompt's sampling seed) and the pair's names (:class:`PairInfo`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from edgespec.policies.interfaces import WindowPolicy
+from edgespec.policies.stop_drafting import DraftStopPolicy
+from edgespec.policies.window import DynamicWindow, StaticWindow
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureSettings:
+    """What to run per prompt."""
+
+    gamma_max: int = 4
+    max_new_tokens: int = 64
+    target_only: bool = False
+    assisted: bool = False
+    slo_classes: tuple[str, ...] = ("default",)
+    num_drafters: int = 8
+    arrival_rate_per_s: float = 1.0
+    seed: int = 0
+    draft_tree: str | None = None
+    """The token-tree branching drafted (``edgespec trace --tree``), None for chains."""
+    window: str = "static"
+    """``static`` (γ = ``gamma_max`` every round) or ``dynamic``
+    (:class:`~edgespec.policies.window.DynamicWindow` from ``gamma_max``)."""
+    stop: DraftStopPolicy | None = None
+    """A stop predictor ending each block at its first predicted rejection (K_max = γ)."""
+    temperature: float = 0.0
+    """0: greedy; > 0: sampled, prompt i with seed ``seed`` + i (``edgespec trace
+    --temperature``)."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.temperature < float("inf"):
+            raise ValueError(f"temperature must be finite and >= 0, got {self.temperature}")
+        if self.window not in WINDOWS:
+            raise ValueError(f"window must be one of {', '.join(WINDOWS)}, got {self.window!r}")
+        if not self.slo_classes or not all(self.slo_classes):
+            raise ValueError(f"slo_classes must be non-empty names, got {self.slo_classes!r}")
+        if self.num_drafters < 1:
+            raise ValueError(f"num_drafters must be >= 1, got {self.num_drafters}")
+
+
+WINDOWS = ("static", "dynamic")
+DYNAMIC_MAX_GAMMA = 8
+"""The dynamic window's largest γ (DynamicWindow's default), or ``gamma_max`` if larger."""
+
+
+def capture_window(settings: CaptureSettings) -> WindowPolicy:
+    """The window policy ``settings`` ask for."""
+    if settings.window == "dynamic":
+        top = max(settings.gamma_max, DYNAMIC_MAX_GAMMA)
+        return DynamicWindow(initial_gamma=settings.gamma_max, max_gamma=top)
+    return StaticWindow(settings.gamma_max)
+
+
+@dataclass(frozen=True, slots=True)
+class PairInfo:
+    """Names written into the trace, and the HF models for the assisted baseline."""
+
+    target_name: str
+    draft_name: str
+    target_model: Any = None
+    draft_model: Any = None
+
+
+def prompt_seed(settings: CaptureSettings, index: int) -> int:
+    """The seed of prompt ``index``'s sampling: ``settings.seed`` + ``index``."""
+    return settings.seed + index

@@ -1,0 +1,164 @@
+"""Sampled traces (``edgespec trace --temperature``) on tiny models: α per position where
+the draft's distribution is known in closed form, the flags the rounds drew replaying them
+at the captured window, and the draws agreeing with α."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from edgespec.cli import main
+from edgespec.learn.traces.acceptance import acceptance_probabilities, sampled_flags
+from edgespec.learn.traces.capture import capture
+from edgespec.learn.traces.records import TraceRecord, read_trace
+from edgespec.learn.traces.replay import replay_accepted_lengths
+from edgespec.learn.traces.settings import CaptureSettings, PairInfo
+from edgespec.runtime.backends.base import ForwardItem
+from edgespec.runtime.backends.ngram import NgramDrafter
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.backends.transformers_draft import TransformersDraft
+from edgespec.runtime.sampling import logits_to_probs
+from tests.learn.traces.test_command import pair  # noqa: F401
+from tests.models.tiny import VOCAB, tiny_draft, tiny_target
+
+
+class Draws:
+    """A stand-in for ``np.random.Generator`` whose ``random()`` returns set numbers."""
+
+    def __init__(self, *values: float) -> None:
+        self.values = list(values)
+
+    def random(self) -> float:
+        return self.values.pop(0)
+
+
+def test_sampled_flags_keep_what_rounds_tested_and_draw_what_none_did() -> None:
+    alphas = (0.5, 0.5, 0.5, 0.9, 0.5, 0.5, 0.5, 0.2, 0.3, 0.5)
+    # round 1 sent 4, accepted 2 (positions 0, 1; 2 rejected); round 2 sent 4 and accepted
+    # all (3..6; 7 untested: drawn 0.1 < 0.2); round 3 sent 0 (8 untested: drawn 0.4 >= 0.3);
+    # position 9 after every round: drawn 0.45 < 0.5
+    rng = Draws(0.1, 0.4, 0.45)
+    flags = sampled_flags([(4, 2), (4, 4), (0, 0)], alphas, rng)  # type: ignore[arg-type]
+    assert flags == (1, 1, 0, 1, 1, 1, 1, 1, 0, 1)
+    assert rng.values == []
+    # the rounds run past the output (it ended at an end of sequence): cut to the output
+    assert sampled_flags([(4, 4)], (0.5, 0.5), Draws()) == (1, 1)  # type: ignore[arg-type]
+
+
+def test_a_lookup_drafts_alpha_is_the_targets_probability_of_its_token() -> None:
+    target = TransformersTarget(tiny_target())
+    lookup = NgramDrafter(max_ngram=2, vocab_size=target.vocab_size)
+    prompt, output = (2, 5, 6, 7, 5, 6), (7, 5, 9, 7)
+    alphas = acceptance_probabilities(lookup, target, prompt, output, 0.7)
+    # lookup proposes 7, 5, 6, 9 for certain (test_capture's hits and misses)
+    proposed = (7, 5, 6, 9)
+    for j, token in enumerate(proposed):
+        context = (*prompt, *output[:j])
+        row = target.forward([ForwardItem(None, 0, context, 1)])[0].logits
+        assert alphas[j] == pytest.approx(logits_to_probs(row, 0.7)[0][token], rel=1e-9)
+
+
+def test_a_draft_that_is_the_target_is_accepted_almost_surely() -> None:
+    model = tiny_target()
+    target, draft = TransformersTarget(model), TransformersDraft(model)
+    alphas = acceptance_probabilities(draft, target, (2, 17, 4, 9), (33, 4, 9, 12, 40), 0.9)
+    # the draft keeps its likeliest tokens up to 0.999 of its mass (runtime.sampling)
+    assert len(alphas) == 5 and all(0.998 <= a <= 1.0 for a in alphas)
+
+
+PROMPTS = [(f"p{i}", "toy", (2, 5 + i, 17, 4 + i, 9, 33, 4)) for i in range(6)]
+
+
+def _measured_within_output(num_output: int, rounds: list[tuple[int, int]]) -> list[int]:
+    """Each round's accepted tokens cut at the output's end (a sampled end of sequence may
+    end it partway through a round), the last rounds that start past it left out."""
+    lengths, start = [], 0
+    for _, accepted in rounds:
+        if start >= num_output:
+            break
+        lengths.append(min(accepted, num_output - start))
+        start += accepted + 1
+    return lengths
+
+
+def test_a_sampled_capture_replays_its_rounds_and_draws_as_often_as_alpha_says() -> None:
+    target = TransformersTarget(tiny_target())
+    drafter = TransformersDraft(tiny_draft(list(range(1, VOCAB, 2))))  # half the vocabulary
+    settings = CaptureSettings(gamma_max=4, max_new_tokens=24, temperature=0.7, seed=3)
+    records = capture(target, drafter, PairInfo("t", "d"), PROMPTS, settings)
+    flags: list[int] = []
+    alphas: list[float] = []
+    for record in records:
+        assert record.temperature == 0.7 and record.acceptance_prob is not None
+        assert record.lossless is None  # no baseline ran
+        rounds = [(r.gamma, r.num_accepted) for r in record.rounds]
+        replayed = replay_accepted_lengths(record.acceptance_seq, 4, 24)
+        assert replayed == _measured_within_output(record.output_tokens, rounds)
+        flags += record.acceptance_seq
+        alphas += record.acceptance_prob
+    # each flag is a draw with its position's α (tested by the round or drawn): their sums
+    # agree within 4 standard deviations (seeded: the same numbers every run)
+    spread = float(np.sqrt(sum(a * (1 - a) for a in alphas)))
+    assert 0.2 < np.mean(alphas) < 0.8 and spread > 3
+    assert abs(sum(flags) - sum(alphas)) <= 4 * spread
+    again = capture(target, drafter, PairInfo("t", "d"), PROMPTS[:2], settings)
+    assert [_drawn(r) for r in again] == [_drawn(r) for r in records[:2]]  # the same seed
+
+
+def _drawn(record: TraceRecord) -> tuple[Any, ...]:
+    """What a capture drew (its times aside)."""
+    rounds = tuple((r.gamma, r.num_accepted) for r in record.rounds)
+    return record.output_tokens, record.acceptance_seq, record.acceptance_prob, rounds
+
+
+def test_the_command_samples_and_reports_the_expected_acceptance(
+    pair: tuple[Path, Path],  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    prompts = tmp_path / "toy.jsonl"
+    prompts.write_text(
+        "".join(json.dumps({"prompt": f"w5 w{9 + i} w7 w5"}) + "\n" for i in range(2))
+    )
+    target, draft = pair
+    args = ["trace", "--target", str(target), "--draft", str(draft), "--dataset", str(prompts)]
+    args += ["--max-new-tokens", "8", "--baselines", "--threads", "1", "--temperature", "0.8"]
+    out = [*args, "--out", str(tmp_path / "t.jsonl"), "--json", str(tmp_path / "s.json")]
+    assert main(out) == 0
+    records = read_trace(tmp_path / "t.jsonl")
+    assert [r.temperature for r in records] == [0.8, 0.8]
+    assert all(r.lossless is None and r.target_only_ms and r.assisted_ms for r in records)
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["title"] == "speculative decoding, sampled at T = 0.8, γ = 4, static window"
+    alphas = [a for r in records for a in r.acceptance_prob or ()]
+    [row] = summary["summary"]
+    assert row["expected_acceptance"] == pytest.approx(sum(alphas) / len(alphas), abs=1e-4)
+    assert f" {row['expected_acceptance']:.3f} " in capsys.readouterr().err  # the table's
+
+
+@pytest.mark.parametrize(
+    ("flags", "problem"),
+    [
+        (["--temperature", "-1"], "--temperature must be finite and >= 0, got -1.0"),
+        (["--temperature", "nan"], "--temperature must be finite and >= 0, got nan"),
+        (
+            ["--temperature", "0.8", "--tree", "2,1"],
+            "--temperature > 0 needs a chain draft: a token tree is verified greedily (--tree)",
+        ),
+        (
+            ["--temperature", "0.8", "--lookup"],
+            "--temperature > 0 needs a draft that samples: --lookup drafts greedily (a "
+            "looked-up token has no draft probability)",
+        ),
+    ],
+)
+def test_a_temperature_it_cannot_sample_at_is_refused_before_any_model_loads(
+    flags: list[str], problem: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["trace", "--target", "never-loaded", "--draft", "never-loaded", *flags]
+    assert main([*args, "--out", str(tmp_path / "t.jsonl")]) == 2
+    assert capsys.readouterr().err == f"edgespec trace: {problem}\n"
