@@ -51,7 +51,7 @@ from edgespec.core.features import (
 )
 from edgespec.learn.traces.json_line import json_line
 from edgespec.output_paths import write_atomically
-from edgespec.sim.setup.trace_fields import acceptance_values
+from edgespec.sim.setup.trace_fields import acceptance_values, temperature_value
 
 TRACE_FEATURE_NAMES: tuple[str, ...] = FEATURE_NAMES[:5]
 PROB_DIGITS = 4
@@ -253,20 +253,13 @@ def record_from_json(obj: Any, where: str) -> TraceRecord:
             lossless=obj.get("lossless"),
             draft_tree=obj.get("draft_tree"),
             rejection_features=after,
-            temperature=_temperature(obj, where),
+            temperature=temperature_value(obj.get("temperature", 0.0), where),
             acceptance_prob=_probabilities(obj, where),
         )
     except ConfigError:
         raise
     except ValueError as exc:
         raise RecordError(where, str(exc)) from exc
-
-
-def _temperature(obj: dict[str, Any], where: str) -> float:
-    raw = obj.get("temperature", 0.0)
-    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw < math.inf:
-        raise RecordError(where, f"expected a number >= 0, got {as_written(raw)}", "temperature")
-    return float(raw)
 
 
 def _probabilities(obj: dict[str, Any], where: str) -> tuple[float, ...] | None:

@@ -14,6 +14,8 @@
   ``duration_s`` said once per trace and duration (:class:`LateArrivalWarnings`).
 * A server pool's profile used beyond the batch size or context it measured
   (:func:`say_profile_ranges`), said once before the run.
+* A replayed trace captured at another temperature than the scenario's
+  (:func:`say_trace_temperatures`): its acceptance is the capture's.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from typing import Any
 from edgespec.config import ConfigError, OverrideError, parse_override
 from edgespec.config.overrides import shown
 from edgespec.errors import UserInputError, did_you_mean
+from edgespec.metrics.formatting import plain
 from edgespec.sim.setup.build import check_buildable
 from edgespec.sim.setup.scenario import Scenario, scenario_from_dict
 from edgespec.sim.setup.sources import LateArrivals, late_arrivals, num_arrivals_after
+from edgespec.sim.setup.workload import TraceEntry
 
 NAMED_SECTIONS: Mapping[str, tuple[str, str]] = {
     "links": ("link", "no device pool uses; the pools' links"),
@@ -120,6 +124,59 @@ def say_profile_ranges(scenario: Scenario) -> None:
         if warning is not None and warning not in said:
             said.add(warning)
             print(f"edgespec sim: {warning}", file=sys.stderr)
+
+
+def trace_temperature_warnings(scenario: Scenario) -> list[str]:
+    """One line per replayed trace (``acceptance.kind: trace``: the workload's trace, the
+    pool's traces) captured at another temperature than ``scenario.temperature``: its
+    rounds accept as the capture's did, greedy or sampled (``edgespec trace
+    --temperature``). The bundled traces, greedy captures, are one line, and read only
+    when the scenario samples and some request draws from them."""
+    from edgespec.sim.setup.sources import pool_traces
+    from edgespec.sim.setup.workload import load_trace, resolve_trace
+
+    if scenario.acceptance.kind != "trace":
+        return []
+    wanted = scenario.temperature
+    sources: list[tuple[str, Sequence[TraceEntry]]] = []
+    pooled = True  # some request draws from the pool
+    if scenario.workload.kind == "trace" and scenario.workload.trace is not None:
+        trace = load_trace(resolve_trace(str(scenario.workload.trace)))
+        sources.append((f"workload.trace ({scenario.workload.trace})", trace))
+        pooled = any(e.acceptance_seq is None for e in trace)
+    if pooled and scenario.acceptance.traces:
+        names = scenario.acceptance.traces
+        sources += [
+            (f"{w} ({n})", e) for (w, e), n in zip(pool_traces(scenario), names, strict=True)
+        ]
+    elif wanted > 0 and pooled:
+        bundled = [e for _, entries in pool_traces(scenario) for e in entries]
+        sources.append(("the bundled acceptance traces (edgespec/data/traces/)", bundled))
+    said = []
+    for what, entries in sources:
+        other = [e.temperature for e in entries if e.acceptance_seq and e.temperature != wanted]
+        if other:
+            said.append(
+                f"warning: {what}: captured {_sampling(other[0])}, replayed "
+                f"{_sampling(wanted)}: its rounds accept as the capture's did (edgespec trace "
+                f"--temperature {plain(wanted)} captures at the scenario's)"
+            )
+    return said
+
+
+def _sampling(temperature: float) -> str:
+    return "greedy" if temperature == 0 else f"at temperature {plain(temperature)}"
+
+
+def say_trace_temperatures(scenario: Scenario) -> None:
+    """Say :func:`trace_temperature_warnings` on stderr, before the run; a trace that cannot
+    be read is left to the run, which refuses it at its field."""
+    try:
+        lines = trace_temperature_warnings(scenario)
+    except ConfigError:
+        return
+    for line in lines:
+        print(f"edgespec sim: {line}", file=sys.stderr)
 
 
 class LateArrivalWarnings:

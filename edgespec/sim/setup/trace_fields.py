@@ -9,10 +9,11 @@ field (``arrival_ms`` and ``arrivaltime_ms``) are refused too: one of them was i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from edgespec.config import RecordError
+from edgespec.config import RecordError, as_written
 from edgespec.errors import did_you_mean
 
 ARRIVAL_KEYS = ("arrival_ms", "arrivaltime_ms", "arrival_time_ms")
@@ -43,12 +44,14 @@ READ_KEYS = (
     "metadata",
     "slo_class",
     "acceptance_seq",
+    "temperature",
     "draft_tree",
     "rounds",
     "draft_features",
     "rejection_features",
 )
-"""The fields the simulator reads (``rounds``: a token-tree trace's, under ``draft_tree``)."""
+"""The fields the simulator reads (``rounds``: a token-tree trace's, under ``draft_tree``;
+``temperature``: the capture's, which ``edgespec sim`` compares with the scenario's)."""
 
 RECORDED_KEYS = (
     "dataset",
@@ -59,7 +62,6 @@ RECORDED_KEYS = (
     "target_only_ms",
     "assisted_ms",
     "lossless",
-    "temperature",
     "acceptance_prob",
 )
 """The fields ``edgespec trace`` writes that the simulator does not read (docs/LEARN.md,
@@ -125,3 +127,12 @@ def acceptance_values(raw: Any, where: str) -> tuple[int, ...]:
             where, "is empty; a trace holds one 0/1 per output position", "acceptance_seq"
         )
     return tuple(raw)
+
+
+def temperature_value(raw: Any, where: str) -> float:
+    """A trace line's ``temperature``, the one its capture sampled at (absent: 0, greedy):
+    a number >= 0, else a :class:`RecordError` naming the line and the field."""
+    ok = isinstance(raw, int | float) and not isinstance(raw, bool)
+    if not ok or not 0 <= raw < math.inf:
+        raise RecordError(where, f"expected a number >= 0, got {as_written(raw)}", "temperature")
+    return float(raw)

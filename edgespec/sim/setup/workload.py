@@ -40,6 +40,7 @@ from edgespec.sim.setup.trace_fields import (
     acceptance_values,
     check_trace_fields,
     given_value,
+    temperature_value,
 )
 
 
@@ -54,6 +55,8 @@ class TraceEntry:
     client_id: str
     slo_class: str | None = None
     acceptance_seq: tuple[int, ...] | None = None
+    temperature: float = 0.0
+    """The temperature its capture sampled at (0: greedy, or not recorded)."""
     tree_rounds: tuple[tuple[int, int], ...] | None = None
     """A token-tree trace's rounds as captured: (nodes sent, draft tokens accepted)."""
     tree_depth: int = 0
@@ -135,6 +138,7 @@ def parse_trace_record(record: Any, where: str, line_id: str | None = None) -> T
         client_id=str(client),
         slo_class=str(slo) if slo is not None else None,
         acceptance_seq=seq,
+        temperature=temperature_value(record.get("temperature", 0.0), where),
         tree_rounds=tree_rounds,
         tree_depth=depth,
         draft_features=features,
