@@ -5,19 +5,33 @@ with mean ``jitter_s`` (drawn by inversion from one uniform in [0, 1), and only 
 ``jitter_s > 0``, so a link without jitter consumes no randomness). Message sizes are
 those of the simulator (:mod:`edgespec.sim.model.network`, whose ``Link.latency_s``,
 ``uplink_bytes`` and ``downlink_bytes`` compute the same values): a fixed header, int32
-token ids and tree parents, fp16 draft probabilities and hidden values. Pure functions,
-no state: :mod:`edgespec.runtime.wire.emulated_link` uses them without importing the simulator.
+token ids and tree parents, the draft distributions (:func:`draft_probs_row_bytes`: dense
+fp16 rows, the papers' model, or the runtime's compact rows) and fp16 hidden values. Pure
+functions, no state: :mod:`edgespec.runtime.wire.emulated_link` uses them without importing
+the simulator.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Literal
+
+from edgespec.core.wire_limits import DRAFT_SUPPORT_MAX_TOKENS
 
 HEADER_BYTES = 64  # framing, session id, round index, prefix length
 TOKEN_ID_BYTES = 4  # int32 token ids
 PARENT_BYTES = 4  # int32 tree parent per node (VerifyRequest.draft_parents)
 PROB_BYTES = 2  # fp16 draft probabilities (and hidden values)
+COMPACT_PROB_BYTES = 4  # a compact row's probabilities: float32 (VerifyRequest.draft_probs)
+
+DraftProbsWire = Literal["dense", "compact"]
+"""How a drafted token's distribution q travels when stochastic verification needs it:
+``dense``, V fp16 values (the papers' model: WISV's rejection-sampling baseline uplinks
+γ × V fp16); ``compact``, what edgespec's gRPC drafters send (``VerifyRequest``'s
+``draft_support_*``): the row's entry count and its kept entries, each a varint token id
+and a float32, at most :data:`~edgespec.core.wire_limits.DRAFT_SUPPORT_MAX_TOKENS` of
+them."""
 
 MAX_LINK_DELAY_MS = 60_000.0
 """The longest RTT or mean jitter an emulated link takes (a minute): a round sleeps it, and
@@ -62,22 +76,41 @@ def one_way_delay_s(
     return delay
 
 
+def varint_bytes(value: int) -> int:
+    """Bytes of ``value`` >= 0 as a protobuf varint (7 bits a byte)."""
+    return max(1, -(-value.bit_length() // 7))
+
+
+def draft_probs_row_bytes(vocab_size: int, wire: DraftProbsWire | None) -> int:
+    """Bytes of one drafted token's distribution q over ``vocab_size`` tokens on the uplink:
+    none (``None``: greedy verification sends no q), ``dense`` (V fp16 values) or
+    ``compact`` (at most: its entry count, then as many entries as a row may keep, each the
+    largest token id's varint and a float32; :data:`DraftProbsWire`)."""
+    if wire is None:
+        return 0
+    if wire == "dense":
+        return PROB_BYTES * vocab_size
+    entries = min(vocab_size, DRAFT_SUPPORT_MAX_TOKENS)
+    id_bytes = varint_bytes(max(vocab_size - 1, 0))
+    return varint_bytes(entries) + entries * (id_bytes + COMPACT_PROB_BYTES)
+
+
 def uplink_bytes(
     num_draft: int,
     num_prompt_ids: int,
     vocab_size: int,
-    send_probs: bool,
+    probs_wire: DraftProbsWire | None,
     num_hidden: int = 0,
     tree: bool = False,
 ) -> int:
     """Draft block message: token ids, the prompt ids on a cold start, the draft
-    distributions (γ × V fp16) when stochastic verification needs them, a parent per
-    node for a token ``tree``; ``num_hidden`` extra fp16 values."""
+    distributions (γ rows of :func:`draft_probs_row_bytes`) when stochastic verification
+    needs them (``probs_wire`` not ``None``), a parent per node for a token ``tree``;
+    ``num_hidden`` extra fp16 values."""
     size = HEADER_BYTES + TOKEN_ID_BYTES * (num_draft + num_prompt_ids)
     if tree:
         size += PARENT_BYTES * num_draft
-    if send_probs:
-        size += PROB_BYTES * num_draft * vocab_size
+    size += num_draft * draft_probs_row_bytes(vocab_size, probs_wire)
     return size + PROB_BYTES * num_hidden
 
 

@@ -12,6 +12,11 @@ command line's ``--seed`` flags, a drafter's ``link_seed`` and the OpenAI endpoi
 UINT32_LIMIT = 2**32
 """Token ids and ``max_new_tokens`` are below this: the wire carries them as uint32."""
 
+DRAFT_SUPPORT_MAX_TOKENS = 1024
+"""The most entries a drafted token's compact distribution keeps (a sampling drafter's
+support: :func:`edgespec.runtime.sampling.draft_sample`), so the most a compact row
+carries."""
+
 MIN_WIRE_FLOAT = 2.0**-126
 """The least temperature or top_p above 0: float32's least normal number. The wire rounds
 less to 0, read by the server as greedy (temperature) or unset, i.e. 1 (top_p)."""

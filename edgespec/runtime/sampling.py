@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from edgespec.core.speculative import sample_token
+from edgespec.core.wire_limits import DRAFT_SUPPORT_MAX_TOKENS
 
 NUCLEUS_FIRST_CANDIDATES = 1024
 """:func:`logits_to_probs` looks for a row's nucleus among its this many most likely
@@ -154,10 +155,8 @@ class TargetProbs:
 
 DRAFT_SUPPORT_MASS = 0.999
 """A sampling drafter keeps its most likely tokens up to this much of its mass (the rest of
-its distribution is dropped before it draws: :func:`draft_sample`)."""
-
-DRAFT_SUPPORT_MAX_TOKENS = 1024
-"""... and at most this many tokens per drafted position."""
+its distribution is dropped before it draws: :func:`draft_sample`), at most
+:data:`~edgespec.core.wire_limits.DRAFT_SUPPORT_MAX_TOKENS` tokens of it."""
 
 
 def draft_support(probs: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:

@@ -91,4 +91,4 @@ class SimState:
         self.fuses = fusing(policies.window, scenario.mode)  # None: a policy of unknown type
         self.may_fuse = self.fuses is not False  # servers add fused entries' draft passes
         self.deadline_rule = scenario.deadline_rule
-        self.send_probs = scenario.temperature > 0
+        self.probs_wire = scenario.draft_probs if scenario.temperature > 0 else None

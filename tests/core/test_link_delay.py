@@ -6,7 +6,13 @@ import math
 
 import pytest
 
-from edgespec.core.link_delay import downlink_bytes, one_way_delay_s, uplink_bytes
+from edgespec.core.link_delay import (
+    downlink_bytes,
+    draft_probs_row_bytes,
+    one_way_delay_s,
+    uplink_bytes,
+    varint_bytes,
+)
 
 
 class Draws:
@@ -37,8 +43,21 @@ def test_jitter_is_one_exponential_draw() -> None:
 
 def test_uplink_counts_every_part() -> None:
     # header + 4 * (3 drafts + 2 prompt ids) + 4 * 3 parents + 2 * 3 * 10 probs + 2 * 4 hidden
-    assert uplink_bytes(3, 2, 10, True, num_hidden=4, tree=True) == 64 + 20 + 12 + 60 + 8
-    assert uplink_bytes(3, 0, 10, False, num_hidden=7) == 64 + 12 + 14
+    assert uplink_bytes(3, 2, 10, "dense", num_hidden=4, tree=True) == 64 + 20 + 12 + 60 + 8
+    assert uplink_bytes(3, 0, 10, None, num_hidden=7) == 64 + 12 + 14
+    # compact: 3 rows of (a 1-byte count, 10 entries of a 1-byte id varint + a float32)
+    assert uplink_bytes(3, 0, 10, "compact") == 64 + 12 + 3 * (1 + 10 * 5)
+
+
+def test_a_compact_row_is_at_most_its_kept_entries_as_varint_ids_and_float32s() -> None:
+    assert [varint_bytes(v) for v in (0, 1, 127, 128, 16_383, 16_384, 262_143)] == [
+        1, 1, 1, 2, 2, 3, 3
+    ]  # fmt: skip
+    # Gemma 3's 262,144 tokens: at most 1,024 entries (a 2-byte count), ids below 2**18
+    assert draft_probs_row_bytes(262_144, "compact") == 2 + 1024 * (3 + 4)
+    assert draft_probs_row_bytes(262_144, "dense") == 2 * 262_144  # 73x the compact row
+    assert draft_probs_row_bytes(262_144, None) == 0
+    assert draft_probs_row_bytes(300, "compact") == 2 + 300 * (2 + 4)  # every token kept
 
 
 def test_downlink_counts_hidden_values() -> None:

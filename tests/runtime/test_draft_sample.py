@@ -9,11 +9,8 @@ import numpy as np
 import pytest
 
 from edgespec.core.speculative import as_drawn, sample_token, stochastic_verify
-from edgespec.runtime.sampling import (
-    DRAFT_SUPPORT_MAX_TOKENS,
-    draft_sample,
-    draft_support,
-)
+from edgespec.core.wire_limits import DRAFT_SUPPORT_MAX_TOKENS
+from edgespec.runtime.sampling import draft_sample, draft_support
 
 scipy_stats = pytest.importorskip("scipy.stats")
 

@@ -53,6 +53,8 @@ TINY_FAMILIES: dict[str, list[str]] = {
     "switching": ["policies.window.name=switching"],
     "awc": ["policies.window.name=awc"],
     "wireless": ["links.wan.wireless={bandwidth_hz: 2000000.0, path_loss_db: -60.0}"],
+    "sampled/dense": ["temperature=0.8"],
+    "sampled/compact": ["temperature=0.8", "draft_probs=compact"],
     **{f"semantic/{k}": v for k, v in SEMANTIC_CASES.items()},
     "padded/fcfs": ["auto_topology.servers.0.batch_pricing=padded"],
     "padded/lab-dynamic": [

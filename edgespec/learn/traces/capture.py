@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from edgespec.core.types import SamplingParams
+from edgespec.core.types import RoundRecord, SamplingParams
 from edgespec.learn.traces.acceptance import (
     acceptance_probabilities,
     flags_from_rounds,
@@ -53,15 +53,10 @@ def capture_one(
 ) -> TraceRecord:
     """Run one prompt and build its :class:`TraceRecord`; ``on_stage`` hears each stage
     as it begins (a long prompt with baselines takes minutes on a CPU)."""
-    sampling = SamplingParams(
-        max_new_tokens=settings.max_new_tokens,
-        temperature=settings.temperature,
-        seed=prompt_seed(settings, index) if settings.temperature > 0 else None,
-    )
     on_stage("speculative decoding")
     start = time.perf_counter()
-    window = capture_window(settings)
-    result = speculative_generate(target, drafter, prompt_ids, window, sampling, stop=settings.stop)
+    result = speculative_generate(target, drafter, prompt_ids, capture_window(settings),
+                                  _sampling(settings, index), stop=settings.stop)  # fmt: skip
     sd_ms = (time.perf_counter() - start) * 1e3
     output = result.output_token_ids
     on_stage("acceptance per position")
@@ -84,16 +79,7 @@ def capture_one(
         target_model=pair.target_name,
         gamma_max=settings.gamma_max,
         acceptance_seq=seq,
-        rounds=tuple(
-            TraceRound(
-                r.num_drafted,
-                r.num_accepted,
-                r.draft_s * 1e3,
-                r.verify_s * 1e3,
-                r.num_draft_passes,
-            )
-            for r in result.rounds
-        ),
+        rounds=tuple(_round(r) for r in result.rounds),
         draft_features=feats,
         sd_ms=sd_ms,
         target_only_ms=target_only_ms,
@@ -104,6 +90,22 @@ def capture_one(
         temperature=settings.temperature,
         acceptance_prob=alphas,
     )
+
+
+def _sampling(settings: CaptureSettings, index: int) -> SamplingParams:
+    """Greedy, or sampling at the settings' temperature with the prompt's seed."""
+    sampled = settings.temperature > 0
+    return SamplingParams(
+        max_new_tokens=settings.max_new_tokens,
+        temperature=settings.temperature,
+        seed=prompt_seed(settings, index) if sampled else None,
+    )
+
+
+def _round(played: RoundRecord) -> TraceRound:
+    """A round the drafter loop played, as the trace records it (milliseconds)."""
+    return TraceRound(played.num_drafted, played.num_accepted, played.draft_s * 1e3,
+                      played.verify_s * 1e3, played.num_draft_passes)  # fmt: skip
 
 
 def _acceptance(

@@ -107,7 +107,7 @@ def verify_call_bytes(call: VerifyCall) -> int:
         num_draft=len(call.draft_token_ids),
         num_prompt_ids=0,
         vocab_size=int(probs.shape[-1]) if probs is not None else 0,
-        send_probs=probs is not None,
+        probs_wire="dense" if probs is not None else None,
         num_hidden=sum(int(a.size) for a in call.payloads.values()),
         tree=call.draft_parents is not None,
     )
@@ -125,7 +125,7 @@ def verify_reply_bytes(reply: VerifyReply) -> int:
 
 def open_bytes(spec: SessionSpec) -> int:
     """Uplink size of a session opening: the header and the prompt ids."""
-    return uplink_bytes(0, len(spec.prompt_token_ids), 0, False)
+    return uplink_bytes(0, len(spec.prompt_token_ids), 0, None)
 
 
 class EmulatedLinkVerifier:

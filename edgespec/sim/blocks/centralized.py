@@ -4,6 +4,7 @@ decodes one token."""
 
 from __future__ import annotations
 
+from edgespec.core.link_delay import DraftProbsWire
 from edgespec.sim.blocks.chain import ChainBlock, sent_up_s
 from edgespec.sim.model.acceptance import AcceptanceModel
 from edgespec.sim.model.device_round import DraftTimes
@@ -35,11 +36,11 @@ class CentralizedBlock(ChainBlock):
             s.passes, s.pre_accepted = 0, None
         return 0.0
 
-    def uplink_s(self, s: Session, first: bool, send_probs: bool) -> float:
+    def uplink_s(self, s: Session, first: bool, probs_wire: DraftProbsWire | None) -> float:
         if not first:
             s.round_up_s = 0.0
             return 0.0
-        size = uplink_bytes(0, s.request.num_prompt_tokens, s.device.vocab_size, False)
+        size = uplink_bytes(0, s.request.num_prompt_tokens, s.device.vocab_size, None)
         return sent_up_s(s, size)
 
     def judge(self, s: Session) -> tuple[int, int, int]:

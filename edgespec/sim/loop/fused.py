@@ -96,7 +96,7 @@ class FusedRuns:
         """The fused request leaves the device at ``t``."""
         dev = s.device
         prompt_ids = s.request.num_prompt_tokens if s.num_rounds == 0 else 0
-        up = dev.link.uplink_latency_s(uplink_bytes(0, prompt_ids, dev.vocab_size, False), dev.rng)
+        up = dev.link.uplink_latency_s(uplink_bytes(0, prompt_ids, dev.vocab_size, None), dev.rng)
         s.round_up_s = up
         s.network_s += up
         self.host.q.push(t + up, ARRIVE, dev.device_id, s)

@@ -28,6 +28,7 @@ from edgespec.config import (
 )
 from edgespec.config.file_paths import anchored
 from edgespec.config.scenario_files import default_scenario_path, scenario_path
+from edgespec.core.link_delay import DraftProbsWire
 from edgespec.core.wireless import WirelessCell
 from edgespec.policies.registry import KINDS
 from edgespec.policies.slo import DeadlineRule, token_speed_target_problem
@@ -110,6 +111,9 @@ class Scenario:
     duration_s: float = 60.0
     mode: Mode = "distributed"
     temperature: float = 0.0
+    draft_probs: DraftProbsWire = "dense"
+    """How a sampled round's draft distributions travel (``temperature`` > 0):
+    :data:`~edgespec.core.link_delay.DraftProbsWire`."""
     slo_classes: Mapping[str, float | None] = field(
         default_factory=lambda: frozen_mapping({"default": None})
     )

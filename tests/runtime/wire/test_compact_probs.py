@@ -13,10 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from edgespec.core.link_delay import draft_probs_row_bytes
+from edgespec.core.wire_limits import DRAFT_SUPPORT_MAX_TOKENS
 from edgespec.runtime.compact_probs import CompactProbs
 from edgespec.runtime.errors import ErrorCode
 from edgespec.runtime.messages import VerifyCall
-from edgespec.runtime.sampling import DRAFT_SUPPORT_MAX_TOKENS, draft_sample
+from edgespec.runtime.sampling import draft_sample
 from edgespec.runtime.validation import check_draft_probs
 from edgespec.runtime.wire.codec import call_from_proto, call_to_proto, pb
 from tests.runtime.bad_cases import raises_request_error
@@ -50,6 +52,20 @@ def test_a_sampled_262k_block_fits_the_default_message(scale: float) -> None:
     assert isinstance(back.draft_probs, CompactProbs)
     assert back.draft_probs.values.dtype == np.float32
     np.testing.assert_array_equal(back.draft_probs.dense(), probs)
+
+
+@pytest.mark.parametrize("scale", [1.0, 8.0])
+def test_the_compact_rows_cost_at_most_what_the_link_model_charges(scale: float) -> None:
+    """The simulator's and the emulated link's ``compact`` rows (core/link_delay.py) bound
+    what a sampled block's q adds to the message, and are tight when a row keeps its cap."""
+    tokens, probs = _sampled_block(4, scale)
+    with_q = len(call_to_proto(VerifyCall("s", 9, tokens, probs)).SerializeToString())
+    without = len(call_to_proto(VerifyCall("s", 9, tokens, None)).SerializeToString())
+    charged = 4 * draft_probs_row_bytes(GEMMA_VOCAB, "compact")
+    framing = 3 * (1 + 3)  # three packed fields: a tag and a length varint each
+    assert with_q - without <= charged + framing
+    if (np.count_nonzero(probs, axis=1) == DRAFT_SUPPORT_MAX_TOKENS).all():
+        assert with_q - without >= 0.95 * charged
 
 
 def test_a_dense_q_from_an_older_client_is_still_read() -> None:

@@ -95,7 +95,7 @@ def test_the_chain_drafts_gamma_and_commits_the_accepted_and_the_bonus() -> None
     s, _ = _session(output=10)
     assert s.block.draft(s, 4, False) == pytest.approx(0.004)  # four passes of 1 ms
     assert (s.sent, s.gamma_eff) == (4, 4)
-    up = s.block.uplink_s(s, True, False)
+    up = s.block.uplink_s(s, True, None)
     assert up == (HEADER_BYTES + TOKEN_ID_BYTES * (4 + 5)) / _BYTES_PER_S
     assert (s.round_up_s, s.network_s) == (up, up)
     assert s.block.judge(s) == (4, 5, 0)  # alpha = 1: all accepted, and the target's token
@@ -114,8 +114,8 @@ def test_a_centralized_round_drafts_nothing_and_sends_the_prompt_once() -> None:
     assert not s.block.drafts
     assert s.block.draft(s, 0, True) == 0.0
     assert (s.sent, s.gamma_eff, s.passes, s.pre_accepted) == (0, 0, 0, None)
-    assert s.block.uplink_s(s, True, False) == (HEADER_BYTES + 5 * TOKEN_ID_BYTES) / _BYTES_PER_S
-    assert s.block.uplink_s(s, False, False) == 0.0
+    assert s.block.uplink_s(s, True, None) == (HEADER_BYTES + 5 * TOKEN_ID_BYTES) / _BYTES_PER_S
+    assert s.block.uplink_s(s, False, None) == 0.0
     assert s.block.judge(s) == (0, 1, 0)
 
 
@@ -124,7 +124,7 @@ def test_a_tree_round_sends_its_nodes_and_accepts_as_captured() -> None:
     s, _ = _session(tree=tree, trees=True, alpha=0.0)
     assert s.block.draft(s, 4, False) == pytest.approx(0.003)  # one pass per depth
     assert (s.sent, s.gamma_eff, s.passes) == (6, 3, None)
-    up = s.block.uplink_s(s, False, False)
+    up = s.block.uplink_s(s, False, None)
     assert up == (HEADER_BYTES + (TOKEN_ID_BYTES + PARENT_BYTES) * 6) / _BYTES_PER_S
     assert s.block.judge(s) == (2, 3, 0)
     s.num_rounds = 1
@@ -144,7 +144,7 @@ def test_the_stop_cut_sends_the_kept_prefix_and_judges_its_early_draw() -> None:
 def test_semantic_sh_asks_for_the_mismatches_in_a_second_hop() -> None:
     s, _ = _session(semantic=True, seq=(1, 0, 1, 0, 1, 1))  # the first mismatch rejected
     s.block.draft(s, 5, False)
-    assert s.block.uplink_s(s, False, False) == (HEADER_BYTES + 5 * TOKEN_ID_BYTES) / 1000.0
+    assert s.block.uplink_s(s, False, None) == (HEADER_BYTES + 5 * TOKEN_ID_BYTES) / 1000.0
     assert s.block.judge(s) == (1, 2, 2)  # positions 1 and 3 mismatch, the first rejects
     hops = s.block.extra_hops_s(s, 2)
     request = HEADER_BYTES + TOKEN_ID_BYTES * 2

@@ -234,10 +234,10 @@ def test_a_link_without_jitter_or_loss_draws_nothing() -> None:
 
 def test_link_latency_exact_and_with_loss() -> None:
     link = Link(0.02, 0.0, 1e6, 0.0, 0.2)
-    assert link.latency_s(uplink_bytes(4, 10, 32000, False), _stream()) == pytest.approx(
+    assert link.latency_s(uplink_bytes(4, 10, 32000, None), _stream()) == pytest.approx(
         0.01 + (64 + 4 * 14) / 1e6
     )
-    assert uplink_bytes(4, 0, 32000, True) == 64 + 16 + 2 * 4 * 32000
+    assert uplink_bytes(4, 0, 32000, "dense") == 64 + 16 + 2 * 4 * 32000
     assert downlink_bytes(3) == 64 + 16
     lossy = Link(0.02, 0.0, 1e9, 0.5, 0.2)
     rng = _stream(2)

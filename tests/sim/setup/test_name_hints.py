@@ -62,7 +62,7 @@ def test_a_file_that_is_no_scenario_is_refused_at_its_first_unknown_key(
     assert sim_refusal([str(file)], tmp_path, capsys) == (
         f"edgespec sim: {file}:3: config field 'num_servers': unknown field; known: "
         "['acceptance', 'auto_topology', 'cloud_only_draft_pass', 'deadline_rule', "
-        "'dsdsim_compat', 'duration_s', 'fast_path', 'fused_rounds', 'links', 'mode', 'name', "
-        "'policies', 'record_rounds', 'seed', 'slo_classes', 'stop_predictor', 'system', "
-        "'temperature', 'verification', 'workload']\n"
+        "'draft_probs', 'dsdsim_compat', 'duration_s', 'fast_path', 'fused_rounds', 'links', "
+        "'mode', 'name', 'policies', 'record_rounds', 'seed', 'slo_classes', 'stop_predictor', "
+        "'system', 'temperature', 'verification', 'workload']\n"
     )
