@@ -7,7 +7,7 @@ position) and :func:`sampled_flags` (the outcomes its rounds drew)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -116,18 +116,14 @@ def acceptance_probabilities(
     distribution after prompt + output[:j] (its rows from one pass) and q_j the draft's,
     asked for one token on that prefix as the drafter loop asks (a drafter without a
     distribution, prompt lookup, proposes one token for certain)."""
-    if not output_ids:
-        return ()
-    context = (*prompt_ids, *output_ids[:-1])
-    rows = target.forward([ForwardItem(None, 0, context, len(output_ids))])[0].logits
     rng = np.random.default_rng(0)
     drafter.reset()
     if target_hidden is not None and isinstance(drafter, FeatureDraftBackend):
         drafter.observe_target_hidden(0, target_hidden)
     alphas: list[float] = []
-    for j in range(len(output_ids)):
+    for j, row in enumerate(_target_rows(target, prompt_ids, output_ids)):
         proposal = drafter.propose((*prompt_ids, *output_ids[:j]), 1, temperature, rng)
-        target_probs = logits_to_probs(rows[j], temperature)
+        target_probs = logits_to_probs(row, temperature)
         if proposal.probs is None:
             draft_probs = np.zeros_like(target_probs)
             draft_probs[proposal.token_ids[0]] = 1.0
@@ -136,6 +132,28 @@ def acceptance_probabilities(
         alphas.append(acceptance_probability(target_probs, draft_probs))
     drafter.reset()
     return tuple(alphas)
+
+
+ROWS_PER_PASS = 64
+"""The target rows :func:`acceptance_probabilities` holds at once (64 × 262,144 float32:
+64 MiB), a pass on the KV cache of the passes before it each."""
+
+
+def _target_rows(
+    target: TargetBackend, prompt_ids: Sequence[int], output_ids: Sequence[int]
+) -> Iterator[npt.NDArray[np.float32]]:
+    """The target's logit row after prompt + output[:j], for every j, in passes of at most
+    :data:`ROWS_PER_PASS` rows: a pass forwards the tokens before its rows' positions."""
+    kv, kv_len = None, 0
+    for start in range(0, len(output_ids), ROWS_PER_PASS):
+        end = min(start + ROWS_PER_PASS, len(output_ids))
+        if start == 0:  # rows 0 .. end - 1 follow the prompt and output[: end - 1]
+            new = (*prompt_ids, *output_ids[: end - 1])
+        else:  # the pass before forwarded up to output[start - 2]
+            new = tuple(output_ids[start - 1 : end - 1])
+        out = target.forward([ForwardItem(kv, kv_len, new, end - start)])[0]
+        kv, kv_len = out.kv, kv_len + len(new)
+        yield from out.logits
 
 
 def sampled_flags(

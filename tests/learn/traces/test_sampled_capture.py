@@ -62,6 +62,19 @@ def test_a_lookup_drafts_alpha_is_the_targets_probability_of_its_token() -> None
         assert alphas[j] == pytest.approx(logits_to_probs(row, 0.7)[0][token], rel=1e-9)
 
 
+def test_the_target_rows_in_passes_are_those_of_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    from edgespec.learn.traces import acceptance
+
+    target = TransformersTarget(tiny_target())
+    draft = TransformersDraft(tiny_draft(list(range(1, VOCAB, 2))))
+    prompt, output = (2, 17, 4, 9), (33, 4, 9, 12, 40, 7, 7, 30)
+    whole = acceptance_probabilities(draft, target, prompt, output, 0.9)
+    monkeypatch.setattr(acceptance, "ROWS_PER_PASS", 3)  # passes of 3, 3 and 2 rows
+    assert acceptance_probabilities(draft, target, prompt, output, 0.9) == pytest.approx(
+        whole, rel=1e-5
+    )
+
+
 def test_a_draft_that_is_the_target_is_accepted_almost_surely() -> None:
     model = tiny_target()
     target, draft = TransformersTarget(model), TransformersDraft(model)
