@@ -14,12 +14,14 @@ import numpy.typing as npt
 
 from edgespec.core.features import stop_features
 from edgespec.core.speculative import acceptance_probability
+from edgespec.core.types import SamplingParams
 from edgespec.runtime.backends.base import (
     DraftBackend,
     FeatureDraftBackend,
     ForwardItem,
     TargetBackend,
 )
+from edgespec.runtime.backends.draft_shaping import draft_shaping
 from edgespec.runtime.sampling import logits_to_probs
 
 
@@ -107,23 +109,27 @@ def acceptance_probabilities(
     target: TargetBackend,
     prompt_ids: Sequence[int],
     output_ids: Sequence[int],
-    temperature: float,
+    sampling: SamplingParams,
     target_hidden: npt.NDArray[np.float32] | None = None,
 ) -> tuple[float, ...]:
-    """α at every output position j: the probability that stochastic verification at
-    ``temperature`` accepts the draft's token there, Σ min(p_j, q_j)
+    """α at every output position j: the probability that stochastic verification with
+    ``sampling`` (its temperature and cuts) accepts the draft's token there, Σ min(p_j, q_j)
     (:func:`~edgespec.core.speculative.acceptance_probability`), with p_j the target's
-    distribution after prompt + output[:j] (its rows from one pass) and q_j the draft's,
-    asked for one token on that prefix as the drafter loop asks (a drafter without a
-    distribution, prompt lookup, proposes one token for certain)."""
+    distribution after prompt + output[:j] (its rows in passes: :func:`_target_rows`) and
+    q_j the draft's, asked for one token on that prefix as the drafter loop asks, its rows
+    cut as the target's (:func:`~edgespec.runtime.backends.draft_shaping.draft_shaping`; a
+    drafter without a distribution, prompt lookup, proposes one token for certain)."""
     rng = np.random.default_rng(0)
     drafter.reset()
     if target_hidden is not None and isinstance(drafter, FeatureDraftBackend):
         drafter.observe_target_hidden(0, target_hidden)
     alphas: list[float] = []
+    temperature, cut = sampling.temperature, (sampling.top_p, sampling.top_k, sampling.min_p)
+    shaping = draft_shaping(sampling, len(prompt_ids))
     for j, row in enumerate(_target_rows(target, prompt_ids, output_ids)):
-        proposal = drafter.propose((*prompt_ids, *output_ids[:j]), 1, temperature, rng)
-        target_probs = logits_to_probs(row, temperature)
+        context = (*prompt_ids, *output_ids[:j])
+        proposal = drafter.propose(context, 1, temperature, rng, shaping)
+        target_probs = logits_to_probs(row, temperature, *cut)
         if proposal.probs is None:
             draft_probs = np.zeros_like(target_probs)
             draft_probs[proposal.token_ids[0]] = 1.0

@@ -8,9 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
-from edgespec.learn.traces.settings import CaptureSettings, PairInfo, prompt_seed
+from edgespec.learn.traces.settings import CaptureSettings, PairInfo, prompt_sampling
 from edgespec.runtime.backends.base import TargetBackend
 from edgespec.runtime.wire.inprocess import target_greedy_decode, target_sampled_decode
 
@@ -19,7 +17,7 @@ def assisted_generate(
     pair: PairInfo, prompt_ids: Sequence[int], settings: CaptureSettings
 ) -> tuple[int, ...]:
     """transformers' own assisted generation with the same pair, fixed window ``gamma_max``,
-    greedy or sampling at ``settings.temperature`` (no top-k or top-p cut)."""
+    greedy or sampling at ``settings.temperature`` with its cuts."""
     import torch
 
     draft = pair.draft_model
@@ -30,8 +28,9 @@ def assisted_generate(
     ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=device)
     sampled = settings.temperature > 0
     how: dict[str, Any] = {"do_sample": sampled}
-    if sampled:
-        how.update(temperature=settings.temperature, top_k=0, top_p=1.0)
+    if sampled:  # the capture's cuts (transformers' top_k defaults to 50: 0 turns it off)
+        how.update(temperature=settings.temperature, top_k=settings.top_k,
+                   top_p=settings.top_p, min_p=settings.min_p or None)  # fmt: skip
     with torch.inference_mode():
         out = pair.target_model.generate(
             ids,
@@ -47,10 +46,7 @@ def _target_alone(
     target: TargetBackend, prompt_ids: Sequence[int], settings: CaptureSettings, index: int
 ) -> tuple[int, ...]:
     if settings.temperature > 0:
-        rng = np.random.default_rng(prompt_seed(settings, index))
-        return target_sampled_decode(
-            target, prompt_ids, settings.max_new_tokens, settings.temperature, rng
-        )
+        return target_sampled_decode(target, prompt_ids, prompt_sampling(settings, index))
     return target_greedy_decode(target, prompt_ids, settings.max_new_tokens)
 
 

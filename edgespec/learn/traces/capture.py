@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from edgespec.core.types import RoundRecord, SamplingParams
+from edgespec.core.types import RoundRecord
 from edgespec.learn.traces.acceptance import (
     acceptance_probabilities,
     flags_from_rounds,
@@ -33,7 +33,13 @@ from edgespec.learn.traces.acceptance import (
 )
 from edgespec.learn.traces.baselines import baselines
 from edgespec.learn.traces.records import TraceRecord, TraceRound
-from edgespec.learn.traces.settings import CaptureSettings, PairInfo, capture_window, prompt_seed
+from edgespec.learn.traces.settings import (
+    CaptureSettings,
+    PairInfo,
+    capture_window,
+    prompt_sampling,
+    prompt_seed,
+)
 from edgespec.runtime.backends.base import DraftBackend, TargetBackend
 from edgespec.runtime.backends.tree_draft import TreeDraft
 from edgespec.runtime.wire.inprocess import speculative_generate
@@ -56,7 +62,7 @@ def capture_one(
     on_stage("speculative decoding")
     start = time.perf_counter()
     result = speculative_generate(target, drafter, prompt_ids, capture_window(settings),
-                                  _sampling(settings, index), stop=settings.stop)  # fmt: skip
+                                  prompt_sampling(settings, index), stop=settings.stop)  # fmt: skip
     sd_ms = (time.perf_counter() - start) * 1e3
     output = result.output_token_ids
     on_stage("acceptance per position")
@@ -89,16 +95,9 @@ def capture_one(
         rejection_features=after,
         temperature=settings.temperature,
         acceptance_prob=alphas,
-    )
-
-
-def _sampling(settings: CaptureSettings, index: int) -> SamplingParams:
-    """Greedy, or sampling at the settings' temperature with the prompt's seed."""
-    sampled = settings.temperature > 0
-    return SamplingParams(
-        max_new_tokens=settings.max_new_tokens,
-        temperature=settings.temperature,
-        seed=prompt_seed(settings, index) if sampled else None,
+        top_k=settings.top_k,
+        top_p=settings.top_p,
+        min_p=settings.min_p,
     )
 
 
@@ -143,9 +142,8 @@ def _sampled_acceptance(
     positions no round tested drawn with a stream of the prompt's own seed."""
     output = result.output_token_ids
     hidden = target_hidden_rows(target, (*prompt_ids, *output)) if wants_hidden(drafter) else None
-    alphas = acceptance_probabilities(
-        drafter, target, prompt_ids, output, settings.temperature, hidden
-    )
+    sampling = prompt_sampling(settings, index)
+    alphas = acceptance_probabilities(drafter, target, prompt_ids, output, sampling, hidden)
     rounds = [(r.num_drafted, r.num_accepted) for r in result.rounds]
     rng = np.random.default_rng((prompt_seed(settings, index), 1))
     return sampled_flags(rounds, alphas, rng), alphas

@@ -73,9 +73,12 @@ def _temperature_problem(args: argparse.Namespace) -> str | None:
     from edgespec.core.types import SamplingParams
 
     try:
-        SamplingParams(temperature=args.temperature)
+        SamplingParams(temperature=args.temperature, **given_cuts(args))
     except ValueError as exc:
-        return f"--{exc}"
+        return f"--{str(exc).replace('_', '-', 1)}"
+    if args.temperature == 0 and given_cuts(args):
+        flags = ", ".join(f"--{name.replace('_', '-')}" for name in given_cuts(args))
+        return f"{flags}: a cut of a sampled row; give --temperature > 0"
     if args.temperature > 0 and args.tree is not None:
         return "--temperature > 0 needs a chain draft: a token tree is verified greedily (--tree)"
     if args.temperature > 0 and args.lookup:
@@ -164,3 +167,19 @@ def check_outputs(args: argparse.Namespace, labels: list[str]) -> None:
                 f"{flag}: {path} already holds a trace; give another {flag}, or --overwrite "
                 "to replace it"
             )
+
+
+def given_cuts(args: argparse.Namespace) -> dict[str, Any]:
+    """The cuts given on the command line (``--top-k``, ``--top-p``, ``--min-p``)."""
+    return {name: getattr(args, name) for name in CUTS if getattr(args, name) is not None}
+
+
+CUTS = ("top_k", "top_p", "min_p")
+
+
+def sampled_title(args: argparse.Namespace) -> str:
+    """How a sampled capture sampled: ``sampled at T = 0.8, top-k 40``."""
+    cuts = "".join(
+        f", {name.replace('_', '-')} {value:g}" for name, value in given_cuts(args).items()
+    )
+    return f"sampled at T = {args.temperature:g}{cuts}"

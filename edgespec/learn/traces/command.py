@@ -27,13 +27,16 @@ from edgespec.learn.traces.checks import (
     NGRAM,
     check_args,
     check_outputs,
+    given_cuts,
     prompt_sets,
+    sampled_title,
     slo_classes,
 )
 from edgespec.learn.traces.pair import check_pair_vocab, load_pair, model_specs
 from edgespec.models.devices import device_placement
 from edgespec.models.registry import recorded_name
 from edgespec.output_paths import output_file, writable_output_folder
+from edgespec.runtime.commands.sampling_arguments import add_cut_arguments
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 
 
@@ -93,6 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "i), acceptance_seq holding what the rounds drew and acceptance_prob each position's "
         "acceptance probability",
     )
+    add_cut_arguments(parser)
     parser.add_argument(
         "--max-new-tokens", type=int, default=64, help="tokens generated per prompt (default 64)"
     )
@@ -190,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     pair = PairInfo(recorded_name(args.target), draft_name, target.model, draft_model)
     records = _capture(args, (target, target_backend), drafter, pair, sets, stop, console)
     _write_records(args, records, [name for name, _ in sets], console)
-    how = f"sampled at T = {args.temperature:g}" if args.temperature > 0 else "greedy"
+    how = sampled_title(args) if args.temperature > 0 else "greedy"
     title = f"speculative decoding, {how}, γ = {args.gamma}, {args.window} window"
     if stop is not None:
         title += f", stop predictor {args.stop_predictor} (P >= {stop.threshold:g})"
@@ -274,6 +278,7 @@ def _capture_settings(args: argparse.Namespace, has_draft_model: bool, stop: Any
         window=args.window,
         stop=stop,
         temperature=args.temperature,
+        **given_cuts(args),
     )
 
 

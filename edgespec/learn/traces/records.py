@@ -24,8 +24,9 @@ output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
   predictor, a 5th element: the draft passes run, which count the token it stopped on), and
   ``sd_ms`` / ``target_only_ms`` / ``assisted_ms`` wall times. ``acceptance_seq`` and
   ``draft_features`` are computed on the target's prefix, whatever the stop predictor did.
-- ``temperature`` and ``acceptance_prob`` (a sampled capture, ``edgespec trace
-  --temperature T``; absent when greedy): the output was sampled at T, ``acceptance_seq``
+- ``temperature``, the cuts that cut (``top_k``, ``top_p``, ``min_p``) and
+  ``acceptance_prob`` (a sampled capture, ``edgespec trace --temperature T``; absent when
+  greedy): the output was sampled at T, ``acceptance_seq``
   holds what the rounds drew (:func:`edgespec.learn.traces.acceptance.sampled_flags`), and
   ``acceptance_prob`` each position's α, the probability that stochastic verification
   accepts the draft's token there (4 decimals).
@@ -36,28 +37,34 @@ output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from edgespec.config import ConfigError, RecordError, as_written, read_jsonl
+from edgespec.config import ConfigError, RecordError, read_jsonl
 from edgespec.core.features import (
     FEATURE_DIGITS,
     FEATURE_NAMES,
     parse_feature_rows,
     parse_rejection_rows,
 )
+from edgespec.core.sampling_cuts import cuts_on
+from edgespec.core.types import SamplingParams
 from edgespec.learn.traces.json_line import json_line
+from edgespec.learn.traces.record_fields import (
+    cuts_value,
+    features_value,
+    field_value,
+    probabilities_value,
+    written_cuts,
+)
 from edgespec.output_paths import write_atomically
 from edgespec.sim.setup.trace_fields import acceptance_values, temperature_value
 
 TRACE_FEATURE_NAMES: tuple[str, ...] = FEATURE_NAMES[:5]
 PROB_DIGITS = 4
 """Decimals of ``acceptance_prob`` as written."""
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +113,15 @@ class TraceRecord:
     temperature: float = 0.0
     acceptance_prob: tuple[float, ...] | None = None
     """A sampled capture's α per output position (``temperature`` > 0), else ``None``."""
+    top_k: int = 0
+    top_p: float = 1.0
+    min_p: float = 0.0
+    """A sampled capture's cuts (``edgespec trace --top-k/--top-p/--min-p``; off: no cut)."""
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.temperature < math.inf:
-            raise ValueError(f"temperature must be finite and >= 0, got {self.temperature}")
+        SamplingParams(self.temperature, self.top_p, top_k=self.top_k, min_p=self.min_p)
+        if self.temperature == 0 and cuts_on(self.top_p, self.top_k, self.min_p):
+            raise ValueError(f"{self.request_id}: top_k, top_p and min_p need a temperature > 0")
         if (self.acceptance_prob is not None) != (self.temperature > 0):
             raise ValueError(
                 f"{self.request_id}: acceptance_prob comes with a temperature > 0, and only then"
@@ -178,6 +190,7 @@ def record_to_json(record: TraceRecord) -> dict[str, Any]:
         out["draft_tree"] = record.draft_tree
     if record.acceptance_prob is not None:
         out["temperature"] = record.temperature
+        out.update(written_cuts(record.top_p, record.top_k, record.min_p))
         out["acceptance_prob"] = [_round(a, PROB_DIGITS) for a in record.acceptance_prob]
     if record.rejection_features is not None:
         out["rejection_features"] = [
@@ -187,34 +200,11 @@ def record_to_json(record: TraceRecord) -> dict[str, Any]:
     return out
 
 
-def _field(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    if key not in obj:
-        raise RecordError(where, "missing field", key)
-    value = obj[key]
-    if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        expected = " or ".join(k.__name__ for k in kinds)
-        raise RecordError(where, f"expected {expected}, got {as_written(value)}", key)
-    return value
-
-
 def _round_from_json(row: Sequence[Any]) -> TraceRound:
     if len(row) not in (4, 5):
         raise ValueError(f"a round has 4 or 5 entries, got {len(row)}")
     passes = int(row[4]) if len(row) == 5 else None
     return TraceRound(int(row[0]), int(row[1]), float(row[2]), float(row[3]), passes)
-
-
-def _features(
-    obj: dict[str, Any], key: str, parse: Callable[[object], T], request_id: str, where: str
-) -> T | None:
-    """A feature field parsed (``None`` when absent); a malformed one, or a NaN or infinity
-    in it, is refused naming the line, the field and the request."""
-    raw = obj.get(key)
-    try:
-        return None if raw is None else parse(raw)
-    except ValueError as exc:
-        raise RecordError(where, f"{exc} (request {request_id})", key) from exc
 
 
 def record_from_json(obj: Any, where: str) -> TraceRecord:
@@ -228,18 +218,18 @@ def record_from_json(obj: Any, where: str) -> TraceRecord:
         raise RecordError(
             where, "expected [gamma, accepted, draft_ms, verify_ms(, passes)] rows", "rounds"
         ) from exc
-    seq = acceptance_values(_field(obj, "acceptance_seq", list, where), where)
-    request_id = str(_field(obj, "request_id", str, where))
-    feats = _features(obj, "draft_features", parse_feature_rows, request_id, where)
-    after = _features(obj, "rejection_features", parse_rejection_rows, request_id, where)
+    seq = acceptance_values(field_value(obj, "acceptance_seq", list, where), where)
+    request_id = str(field_value(obj, "request_id", str, where))
+    feats = features_value(obj, "draft_features", parse_feature_rows, request_id, where)
+    after = features_value(obj, "rejection_features", parse_rejection_rows, request_id, where)
     try:
         return TraceRecord(
             request_id=request_id,
-            arrival_ms=float(_field(obj, "arrival_ms", (int, float), where)),
-            prompt_tokens=int(_field(obj, "prompt_tokens", int, where)),
-            output_tokens=int(_field(obj, "output_tokens", int, where)),
-            drafter_id=int(_field(obj, "drafter_id", int, where)),
-            slo_class=str(_field(obj, "slo_class", str, where)),
+            arrival_ms=float(field_value(obj, "arrival_ms", (int, float), where)),
+            prompt_tokens=int(field_value(obj, "prompt_tokens", int, where)),
+            output_tokens=int(field_value(obj, "output_tokens", int, where)),
+            drafter_id=int(field_value(obj, "drafter_id", int, where)),
+            slo_class=str(field_value(obj, "slo_class", str, where)),
             dataset=str(obj.get("dataset", "")),
             draft_model=str(obj.get("draft_model", "")),
             target_model=str(obj.get("target_model", "")),
@@ -254,24 +244,13 @@ def record_from_json(obj: Any, where: str) -> TraceRecord:
             draft_tree=obj.get("draft_tree"),
             rejection_features=after,
             temperature=temperature_value(obj.get("temperature", 0.0), where),
-            acceptance_prob=_probabilities(obj, where),
+            acceptance_prob=probabilities_value(obj, where),
+            **cuts_value(obj, where),
         )
     except ConfigError:
         raise
     except ValueError as exc:
         raise RecordError(where, str(exc)) from exc
-
-
-def _probabilities(obj: dict[str, Any], where: str) -> tuple[float, ...] | None:
-    raw = obj.get("acceptance_prob")
-    if raw is None:
-        return None
-    ok = isinstance(raw, list) and all(
-        isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1 for v in raw
-    )
-    if not ok:
-        raise RecordError(where, "must be a list of numbers in [0, 1]", "acceptance_prob")
-    return tuple(float(v) for v in raw)
 
 
 def write_trace(path: Path, records: Iterable[TraceRecord]) -> int:

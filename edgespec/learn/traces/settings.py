@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from edgespec.core.sampling_cuts import cuts_on
+from edgespec.core.types import SamplingParams
 from edgespec.policies.interfaces import WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.policies.window import DynamicWindow, StaticWindow
@@ -32,11 +34,17 @@ class CaptureSettings:
     """A stop predictor ending each block at its first predicted rejection (K_max = γ)."""
     temperature: float = 0.0
     """0: greedy; > 0: sampled, prompt i with seed ``seed`` + i (``edgespec trace
-    --temperature``)."""
+    --temperature``), its rows cut to ``top_k`` tokens, the ``top_p`` nucleus and ``min_p``
+    as :class:`~edgespec.core.types.SamplingParams` cuts them."""
+    top_k: int = 0
+    top_p: float = 1.0
+    min_p: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.temperature < float("inf"):
             raise ValueError(f"temperature must be finite and >= 0, got {self.temperature}")
+        if self.temperature == 0 and cuts_on(self.top_p, self.top_k, self.min_p):
+            raise ValueError("top_k, top_p and min_p cut a sampled row: they need temperature > 0")
         if self.window not in WINDOWS:
             raise ValueError(f"window must be one of {', '.join(WINDOWS)}, got {self.window!r}")
         if not self.slo_classes or not all(self.slo_classes):
@@ -71,3 +79,17 @@ class PairInfo:
 def prompt_seed(settings: CaptureSettings, index: int) -> int:
     """The seed of prompt ``index``'s sampling: ``settings.seed`` + ``index``."""
     return settings.seed + index
+
+
+def prompt_sampling(settings: CaptureSettings, index: int) -> SamplingParams:
+    """How prompt ``index`` is decoded: greedy, or sampled as ``settings`` say with the
+    prompt's seed."""
+    sampled = settings.temperature > 0
+    return SamplingParams(
+        max_new_tokens=settings.max_new_tokens,
+        temperature=settings.temperature,
+        seed=prompt_seed(settings, index) if sampled else None,
+        top_k=settings.top_k,
+        top_p=settings.top_p,
+        min_p=settings.min_p,
+    )

@@ -1,6 +1,7 @@
-"""The sampling flags (:func:`add_sampling_arguments`: the temperature, the cuts after it,
-the penalties, the stop ids and ``--min-tokens``, the seed, ``--ignore-eos``) of
-``edgespec draft`` and, without ``--seed``, of ``edgespec bench serve``'s requests
+"""The sampling flags (:func:`add_sampling_arguments`: the temperature, the cuts after it
+(:func:`add_cut_arguments`, ``edgespec trace``'s too), the penalties, the stop ids and
+``--min-tokens``, the seed, ``--ignore-eos``) of ``edgespec draft`` and, without ``--seed``,
+of ``edgespec bench serve``'s requests
 (:func:`sampling_from_flags`), and the refusal of those nothing would read
 (:func:`check_sampling_flags`)."""
 
@@ -24,6 +25,24 @@ def add_sampling_arguments(parser: Flags, config: bool = True, seed: bool = True
     parser.add_argument(
         "--temperature", type=float, help=f"sampling temperature (default 0, greedy{also})"
     )
+    add_cut_arguments(parser, also)
+    _add_penalty_and_stop_arguments(parser, also)
+    if seed:
+        parser.add_argument(
+            "--seed", type=seed_int, default=None, help="sampling seed (default: fresh entropy)"
+        )
+    parser.add_argument(
+        "--ignore-eos",
+        action="store_true",
+        default=None,
+        help="generate --max-new-tokens tokens past any end of sequence the target commits "
+        "(fixed output lengths, for timing)",
+    )
+
+
+def add_cut_arguments(parser: Flags, also: str = "") -> None:
+    """``--top-k``, ``--top-p``, ``--min-p``: the cuts a sampled row is made (``also``: where
+    else their defaults may come from); ``edgespec trace`` takes them too."""
     needs = "needs --temperature > 0"
     parser.add_argument(
         "--top-k",
@@ -42,18 +61,6 @@ def add_sampling_arguments(parser: Flags, config: bool = True, seed: bool = True
         type=float,
         help="sample among the tokens at least this many times as likely as the likeliest, "
         f"in [0, 1] (default 0, every token{also}; cut after --top-p; {needs})",
-    )
-    _add_penalty_and_stop_arguments(parser, also)
-    if seed:
-        parser.add_argument(
-            "--seed", type=seed_int, default=None, help="sampling seed (default: fresh entropy)"
-        )
-    parser.add_argument(
-        "--ignore-eos",
-        action="store_true",
-        default=None,
-        help="generate --max-new-tokens tokens past any end of sequence the target commits "
-        "(fixed output lengths, for timing)",
     )
 
 

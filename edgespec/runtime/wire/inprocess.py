@@ -88,21 +88,20 @@ def target_greedy_decode(
 
 
 def target_sampled_decode(
-    target: TargetBackend,
-    prompt_ids: Sequence[int],
-    max_new_tokens: int,
-    temperature: float,
-    rng: np.random.Generator,
+    target: TargetBackend, prompt_ids: Sequence[int], sampling: SamplingParams
 ) -> tuple[int, ...]:
-    """Target-only sampling at ``temperature`` > 0, as :func:`target_greedy_decode` runs but
-    each token drawn from its row's :func:`~edgespec.runtime.sampling.logits_to_probs` with
-    ``rng`` (:func:`~edgespec.core.speculative.sample_token`): the target alone at the
-    temperature a sampled trace runs (``edgespec trace --temperature``)."""
+    """Target-only sampling (``sampling.temperature`` > 0), as :func:`target_greedy_decode`
+    runs but each token drawn from its row's :func:`~edgespec.runtime.sampling.logits_to_probs`
+    (the temperature and the cuts of ``sampling``; no bias or penalty) with a generator of
+    ``sampling.seed`` (:func:`~edgespec.core.speculative.sample_token`): the target alone as
+    a sampled trace runs (``edgespec trace --temperature``)."""
+    rng = np.random.default_rng(sampling.seed)
+    cut = (sampling.top_p, sampling.top_k, sampling.min_p)
 
     def draw(rows: LogitRows) -> int:
-        return sample_token(logits_to_probs(rows.host()[-1], temperature), rng)
+        return sample_token(logits_to_probs(rows.host()[-1], sampling.temperature, *cut), rng)
 
-    return _target_decode(target, prompt_ids, max_new_tokens, draw)
+    return _target_decode(target, prompt_ids, sampling.max_new_tokens, draw)
 
 
 def _target_decode(

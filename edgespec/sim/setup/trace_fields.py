@@ -63,6 +63,9 @@ RECORDED_KEYS = (
     "assisted_ms",
     "lossless",
     "acceptance_prob",
+    "top_k",
+    "top_p",
+    "min_p",
 )
 """The fields ``edgespec trace`` writes that the simulator does not read (docs/LEARN.md,
 "Trace format"; a sampled trace's ``acceptance_seq`` holds what its rounds drew, and the

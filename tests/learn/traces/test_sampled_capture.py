@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from edgespec.cli import main
+from edgespec.core.types import SamplingParams
 from edgespec.learn.traces.acceptance import acceptance_probabilities, sampled_flags
 from edgespec.learn.traces.capture import capture
 from edgespec.learn.traces.records import TraceRecord, read_trace
@@ -49,17 +50,23 @@ def test_sampled_flags_keep_what_rounds_tested_and_draw_what_none_did() -> None:
     assert sampled_flags([(4, 4)], (0.5, 0.5), Draws()) == (1, 1)  # type: ignore[arg-type]
 
 
-def test_a_lookup_drafts_alpha_is_the_targets_probability_of_its_token() -> None:
+@pytest.mark.parametrize("top_k", [0, 3])
+def test_a_lookup_drafts_alpha_is_the_targets_probability_of_its_token(top_k: int) -> None:
     target = TransformersTarget(tiny_target())
     lookup = NgramDrafter(max_ngram=2, vocab_size=target.vocab_size)
     prompt, output = (2, 5, 6, 7, 5, 6), (7, 5, 9, 7)
-    alphas = acceptance_probabilities(lookup, target, prompt, output, 0.7)
-    # lookup proposes 7, 5, 6, 9 for certain (test_capture's hits and misses)
+    sampling = SamplingParams(temperature=0.7, top_k=top_k)
+    alphas = acceptance_probabilities(lookup, target, prompt, output, sampling)
+    # lookup proposes 7, 5, 6, 9 for certain (test_capture's hits and misses); the target's
+    # row cut to its 3 likeliest tokens gives the others no chance
     proposed = (7, 5, 6, 9)
     for j, token in enumerate(proposed):
         context = (*prompt, *output[:j])
         row = target.forward([ForwardItem(None, 0, context, 1)])[0].logits
-        assert alphas[j] == pytest.approx(logits_to_probs(row, 0.7)[0][token], rel=1e-9)
+        expected = logits_to_probs(row, 0.7, top_k=top_k)[0][token]
+        assert alphas[j] == pytest.approx(expected, rel=1e-9)
+    if top_k:
+        assert 0.0 in alphas
 
 
 def test_the_target_rows_in_passes_are_those_of_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -68,9 +75,10 @@ def test_the_target_rows_in_passes_are_those_of_one_pass(monkeypatch: pytest.Mon
     target = TransformersTarget(tiny_target())
     draft = TransformersDraft(tiny_draft(list(range(1, VOCAB, 2))))
     prompt, output = (2, 17, 4, 9), (33, 4, 9, 12, 40, 7, 7, 30)
-    whole = acceptance_probabilities(draft, target, prompt, output, 0.9)
+    sampling = SamplingParams(temperature=0.9)
+    whole = acceptance_probabilities(draft, target, prompt, output, sampling)
     monkeypatch.setattr(acceptance, "ROWS_PER_PASS", 3)  # passes of 3, 3 and 2 rows
-    assert acceptance_probabilities(draft, target, prompt, output, 0.9) == pytest.approx(
+    assert acceptance_probabilities(draft, target, prompt, output, sampling) == pytest.approx(
         whole, rel=1e-5
     )
 
@@ -78,7 +86,8 @@ def test_the_target_rows_in_passes_are_those_of_one_pass(monkeypatch: pytest.Mon
 def test_a_draft_that_is_the_target_is_accepted_almost_surely() -> None:
     model = tiny_target()
     target, draft = TransformersTarget(model), TransformersDraft(model)
-    alphas = acceptance_probabilities(draft, target, (2, 17, 4, 9), (33, 4, 9, 12, 40), 0.9)
+    sampling = SamplingParams(temperature=0.9)
+    alphas = acceptance_probabilities(draft, target, (2, 17, 4, 9), (33, 4, 9, 12, 40), sampling)
     # the draft keeps its likeliest tokens up to 0.999 of its mass (runtime.sampling)
     assert len(alphas) == 5 and all(0.998 <= a <= 1.0 for a in alphas)
 
@@ -140,13 +149,15 @@ def test_the_command_samples_and_reports_the_expected_acceptance(
     target, draft = pair
     args = ["trace", "--target", str(target), "--draft", str(draft), "--dataset", str(prompts)]
     args += ["--max-new-tokens", "8", "--baselines", "--threads", "1", "--temperature", "0.8"]
+    args += ["--top-k", "20"]
     out = [*args, "--out", str(tmp_path / "t.jsonl"), "--json", str(tmp_path / "s.json")]
     assert main(out) == 0
     records = read_trace(tmp_path / "t.jsonl")
-    assert [r.temperature for r in records] == [0.8, 0.8]
+    assert [(r.temperature, r.top_k) for r in records] == [(0.8, 20), (0.8, 20)]
     assert all(r.lossless is None and r.target_only_ms and r.assisted_ms for r in records)
     summary = json.loads((tmp_path / "s.json").read_text())
-    assert summary["title"] == "speculative decoding, sampled at T = 0.8, γ = 4, static window"
+    title = "speculative decoding, sampled at T = 0.8, top-k 20, γ = 4, static window"
+    assert summary["title"] == title
     alphas = [a for r in records for a in r.acceptance_prob or ()]
     [row] = summary["summary"]
     assert row["expected_acceptance"] == pytest.approx(sum(alphas) / len(alphas), abs=1e-4)
@@ -158,6 +169,11 @@ def test_the_command_samples_and_reports_the_expected_acceptance(
     [
         (["--temperature", "-1"], "--temperature must be finite and >= 0, got -1.0"),
         (["--temperature", "nan"], "--temperature must be finite and >= 0, got nan"),
+        (["--temperature", "0.8", "--top-p", "1.5"], "--top-p must be in (0, 1], got 1.5"),
+        (
+            ["--top-k", "40", "--min-p", "0.1"],
+            "--top-k, --min-p: a cut of a sampled row; give --temperature > 0",
+        ),
         (
             ["--temperature", "0.8", "--tree", "2,1"],
             "--temperature > 0 needs a chain draft: a token tree is verified greedily (--tree)",

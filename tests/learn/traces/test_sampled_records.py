@@ -22,14 +22,16 @@ ALPHAS = (0.91234, 0.5, 0.25, 1.0, 0.0, 0.75)
 def test_a_sampled_record_round_trips_and_a_greedy_one_writes_neither_field(
     tmp_path: Path,
 ) -> None:
-    sampled = _record(temperature=0.8, acceptance_prob=ALPHAS)
+    sampled = _record(temperature=0.8, acceptance_prob=ALPHAS, top_k=40)
     path = tmp_path / "t.jsonl"
     write_trace(path, [sampled, _record(request_id="g")])
     first, second = (json.loads(line) for line in path.read_text().splitlines())
     assert first["temperature"] == 0.8 and first["acceptance_prob"][0] == 0.9123
-    assert "temperature" not in second and "acceptance_prob" not in second
+    assert first["top_k"] == 40 and "top_p" not in first and "min_p" not in first  # no cut
+    assert not {"temperature", "acceptance_prob", "top_k"} & set(second)
     again, greedy = read_trace(path)
     assert again.acceptance_prob == (0.9123, *ALPHAS[1:]) and greedy == _record(request_id="g")
+    assert (again.top_k, again.top_p, again.min_p) == (40, 1.0, 0.0)
     (entry, _) = load_trace(path)  # the simulator replays its acceptance_seq
     assert entry.acceptance_seq == sampled.acceptance_seq
     assert summarize_traces("x", [sampled], 4).expected_acceptance == pytest.approx(sum(ALPHAS) / 6)
@@ -46,6 +48,9 @@ def test_a_sampled_record_round_trips_and_a_greedy_one_writes_neither_field(
         ({"temperature": -0.5}, "temperature", "expected a number >= 0, got -0.5"),
         ({"temperature": 0}, "", "gsm8k-3: acceptance_prob comes with a temperature > 0, and "
          "only then"),
+        ({"top_k": -1}, "top_k", "must be a whole number in [0, 2**32) (0: every token), got -1"),
+        ({"top_p": "0.9"}, "top_p", "expected a number, got '0.9'"),
+        ({"min_p": 1.5}, "min_p", "must be in [0, 1] (0: no cut), got 1.5"),
     ],
 )  # fmt: skip
 def test_a_bad_sampled_field_names_its_line_and_field(

@@ -1,0 +1,79 @@
+"""A trace line's fields read as ``edgespec trace``'s records hold them
+(:func:`edgespec.learn.traces.records.record_from_json`), each error a
+:class:`~edgespec.config.RecordError` naming the line and the field."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from edgespec.config import RecordError, as_written
+from edgespec.core.sampling_cuts import cuts_on
+from edgespec.core.types import SamplingParams
+
+T = TypeVar("T")
+
+SAMPLING_CUTS = ("top_k", "top_p", "min_p")
+"""A sampled capture's cuts, written when they cut
+(:func:`~edgespec.core.sampling_cuts.cuts_on`)."""
+
+
+def field_value(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """A required field of one of ``kind`` (a bool is no number)."""
+    if key not in obj:
+        raise RecordError(where, "missing field", key)
+    value = obj[key]
+    if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        expected = " or ".join(k.__name__ for k in kinds)
+        raise RecordError(where, f"expected {expected}, got {as_written(value)}", key)
+    return value
+
+
+def features_value(
+    obj: dict[str, Any], key: str, parse: Callable[[object], T], request_id: str, where: str
+) -> T | None:
+    """A feature field parsed (``None`` when absent); a malformed one, or a NaN or infinity
+    in it, is refused naming the line, the field and the request."""
+    raw = obj.get(key)
+    try:
+        return None if raw is None else parse(raw)
+    except ValueError as exc:
+        raise RecordError(where, f"{exc} (request {request_id})", key) from exc
+
+
+def probabilities_value(obj: dict[str, Any], where: str) -> tuple[float, ...] | None:
+    """``acceptance_prob``: numbers in [0, 1] (``None`` when absent)."""
+    raw = obj.get("acceptance_prob")
+    if raw is None:
+        return None
+    ok = isinstance(raw, list) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1 for v in raw
+    )
+    if not ok:
+        raise RecordError(where, "must be a list of numbers in [0, 1]", "acceptance_prob")
+    return tuple(float(v) for v in raw)
+
+
+def cuts_value(obj: dict[str, Any], where: str) -> dict[str, Any]:
+    """A sampled capture's cuts as given (absent: off), each as :class:`SamplingParams`
+    takes it, else a RecordError naming the line and the cut."""
+    given = {name: obj[name] for name in SAMPLING_CUTS if name in obj}
+    for name, value in given.items():
+        kind = int if name == "top_k" else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise RecordError(where, f"expected a number, got {as_written(value)}", name)
+    values = {"top_k": 0, "top_p": 1.0, "min_p": 0.0, **given}
+    try:
+        SamplingParams(1.0, float(values["top_p"]), top_k=int(values["top_k"]),
+                       min_p=float(values["min_p"]))  # fmt: skip
+    except ValueError as exc:
+        name = next(n for n in SAMPLING_CUTS if str(exc).startswith(n))
+        raise RecordError(where, str(exc).removeprefix(f"{name} "), name) from None
+    return given
+
+
+def written_cuts(top_p: float, top_k: int, min_p: float) -> dict[str, Any]:
+    """The cuts a record writes: those that cut."""
+    values = {"top_k": top_k, "top_p": top_p, "min_p": min_p}
+    return {name: values[name] for name in cuts_on(top_p, top_k, min_p)}
