@@ -90,9 +90,14 @@ def draft_probs_row_bytes(vocab_size: int, wire: DraftProbsWire | None) -> int:
         return 0
     if wire == "dense":
         return PROB_BYTES * vocab_size
-    entries = min(vocab_size, DRAFT_SUPPORT_MAX_TOKENS)
+    return compact_row_bytes(min(vocab_size, DRAFT_SUPPORT_MAX_TOKENS), vocab_size)
+
+
+def compact_row_bytes(num_entries: int, vocab_size: int) -> int:
+    """A compact row of ``num_entries`` kept entries over ``vocab_size`` tokens: its count,
+    then each entry's token id (the largest id's varint length) and float32."""
     id_bytes = varint_bytes(max(vocab_size - 1, 0))
-    return varint_bytes(entries) + entries * (id_bytes + COMPACT_PROB_BYTES)
+    return varint_bytes(num_entries) + num_entries * (id_bytes + COMPACT_PROB_BYTES)
 
 
 def uplink_bytes(

@@ -244,7 +244,8 @@ def flag_fields(args: argparse.Namespace) -> dict[str, str]:
     given = [("routing.name", "--routing", args.routing), ("window.name", "--window", args.window),
              ("window", "--gamma", args.gamma), ("lookup", "--lookup", args.lookup or None),
              *[(key, flag, getattr(args, key)) for key, flag in LINK_FLAGS.items()],
-             ("link_seed", "--link-seed", args.link_seed)]  # fmt: skip
+             ("link_seed", "--link-seed", args.link_seed),
+             ("link_draft_probs", "--link-draft-probs", args.link_draft_probs)]  # fmt: skip
     return fields | {key: flag for key, flag, value in given if value is not None} | FLAG_ONLY
 
 

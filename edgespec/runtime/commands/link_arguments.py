@@ -1,5 +1,6 @@
 """``edgespec draft``'s emulated-link flags (:mod:`edgespec.runtime.wire.emulated_link`):
-``--link-rtt-ms``, ``--link-jitter-ms``, ``--link-bandwidth-mbps`` and ``--link-seed``, and
+``--link-rtt-ms``, ``--link-jitter-ms``, ``--link-bandwidth-mbps``, ``--link-seed`` and
+``--link-draft-probs``, and
 the config overrides they make (``link_*`` fields of the drafter's config), each value
 checked as the link checks it, the error naming its flag."""
 
@@ -18,7 +19,8 @@ LINK_FLAGS = {
 
 
 def add_link_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--link-rtt-ms`` / ``--link-jitter-ms`` / ``--link-bandwidth-mbps`` / ``--link-seed``."""
+    """``--link-rtt-ms`` / ``--link-jitter-ms`` / ``--link-bandwidth-mbps`` / ``--link-seed`` /
+    ``--link-draft-probs``."""
     group = parser.add_argument_group(
         "emulated link (off by default: no delay, unlimited bandwidth, a fresh jitter seed)"
     )
@@ -30,6 +32,13 @@ def add_link_arguments(parser: argparse.ArgumentParser) -> None:
         "--link-bandwidth-mbps", type=float, metavar="MBIT/S", help="link bandwidth (0: unlimited)"
     )
     group.add_argument("--link-seed", type=int, metavar="N", help="seed of the jitter draws")
+    group.add_argument(
+        "--link-draft-probs",
+        choices=("dense", "compact"),
+        help="a sampled block's draft distributions counted as dense fp16 rows over the "
+        "vocabulary (default, the papers' and the simulator's default) or as the compact rows "
+        "gRPC sends (each row's kept tokens)",
+    )
 
 
 def link_overrides(args: argparse.Namespace) -> list[str]:
@@ -46,4 +55,6 @@ def link_overrides(args: argparse.Namespace) -> list[str]:
         out.append(f"{key}={value!r}")
     if args.link_seed is not None:
         out.append(f"link_seed={args.link_seed}")
+    if args.link_draft_probs is not None:
+        out.append(f"link_draft_probs={args.link_draft_probs}")
     return out

@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING, Literal
 
 from edgespec.config import ConfigError, PolicySpec
-from edgespec.core.link_delay import link_setting_problem
+from edgespec.core.link_delay import DraftProbsWire, link_setting_problem
 from edgespec.core.tree import parse_branching
 from edgespec.core.wire_limits import SEED_LIMIT
 from edgespec.policies.semantic.agreement import (
@@ -100,6 +100,8 @@ class DrafterConfig:
     link_jitter_ms: float = 0.0
     link_bandwidth_mbps: float | None = None
     link_seed: int | None = None  # seed of the jitter draws (None: fresh entropy)
+    # a sampled block's q counted as the papers' dense fp16 rows or as gRPC's compact ones
+    link_draft_probs: DraftProbsWire = "dense"
     # verification rule: "exact" (lossless) or "semantic" (lossy, WISV; greedy neural chain
     # drafts, a server with --semantic-head): its threshold T (0..16; required, except with
     # the bundled gemma3-270m pair's draft, which gets the shipped default), upload

@@ -22,7 +22,7 @@
 * :mod:`.inprocess` — ``LocalVerifier``, ``speculative_generate``, ``target_greedy_decode``:
   the same rounds without gRPC;
 * :mod:`.emulated_link` — ``EmulatedLinkVerifier``: a chosen RTT, jitter and bandwidth on
-  loopback, the simulator's link model;
+  loopback, the simulator's link model, charging :mod:`.link_bytes`' message sizes;
 * :mod:`.ports` — ``ensure_port_free``: whether ``host:port`` can be listened on, checked
   before a server loads its model;
 * :mod:`.stream_deadline` — ``ChunkDeadline``: a streaming call cancelled when a chunk

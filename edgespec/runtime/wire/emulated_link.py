@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 from edgespec.core.link_delay import (
     HEADER_BYTES,
-    downlink_bytes,
+    DraftProbsWire,
     link_setting_problem,
     one_way_delay_s,
-    uplink_bytes,
 )
 from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.wire.link_bytes import open_bytes, verify_call_bytes, verify_reply_bytes
 
 if TYPE_CHECKING:  # kept light: draft_command imports this module to build the CLI parser
     import numpy as np
@@ -55,17 +55,23 @@ def _check(name: str, value: float) -> None:
 @dataclass(frozen=True, slots=True)
 class LinkEmulation:
     """Link settings: round-trip time and mean jitter in ms (jitter: the mean of an
-    exponential extra delay per message), bandwidth in Mbit/s (0 or ``None``: unlimited)."""
+    exponential extra delay per message), bandwidth in Mbit/s (0 or ``None``: unlimited);
+    ``draft_probs``: how a sampled block's q is counted (the simulator's scenario field of
+    that name: ``dense``, the papers' V fp16 a row, or ``compact``, each row's kept entries
+    as gRPC sends them)."""
 
     rtt_ms: float = 0.0
     jitter_ms: float = 0.0
     bandwidth_mbps: float | None = None
+    draft_probs: DraftProbsWire = "dense"
 
     def __post_init__(self) -> None:
         _check("rtt_ms", self.rtt_ms)
         _check("jitter_ms", self.jitter_ms)
         if self.bandwidth_mbps is not None:
             _check("bandwidth_mbps", self.bandwidth_mbps)
+        if self.draft_probs not in ("dense", "compact"):
+            raise ValueError(f"draft_probs must be dense or compact, got {self.draft_probs!r}")
 
     @property
     def enabled(self) -> bool:
@@ -98,34 +104,6 @@ class LinkTransfer:
     uplink_s: float
     downlink_bytes: int = 0
     downlink_s: float = 0.0
-
-
-def verify_call_bytes(call: VerifyCall) -> int:
-    """Uplink size of a draft block (the simulator's ``uplink_bytes``)."""
-    probs = call.draft_probs
-    return uplink_bytes(
-        num_draft=len(call.draft_token_ids),
-        num_prompt_ids=0,
-        vocab_size=int(probs.shape[-1]) if probs is not None else 0,
-        probs_wire="dense" if probs is not None else None,
-        num_hidden=sum(int(a.size) for a in call.payloads.values()),
-        tree=call.draft_parents is not None,
-    )
-
-
-def verify_reply_bytes(reply: VerifyReply) -> int:
-    """Downlink size of a verification result (the simulator's ``downlink_bytes``, plus
-    the target hidden states a feature draft asked for, and the positions a semantic SH
-    server asks the draft's hidden states of, 4 bytes each)."""
-    hidden = reply.outcome.target_hidden
-    num_hidden = int(hidden.size) if hidden is not None else 0
-    asked = len(reply.outcome.hidden_request or ())
-    return downlink_bytes(len(reply.outcome.committed_token_ids) + asked, num_hidden)
-
-
-def open_bytes(spec: SessionSpec) -> int:
-    """Uplink size of a session opening: the header and the prompt ids."""
-    return uplink_bytes(0, len(spec.prompt_token_ids), 0, None)
 
 
 class EmulatedLinkVerifier:
@@ -194,7 +172,7 @@ class EmulatedLinkVerifier:
         return self._verify(call, lambda: verify_bounded(self.inner, call, timeout_s))
 
     def _verify(self, call: VerifyCall, verified: Callable[[], VerifyReply]) -> VerifyReply:
-        size = verify_call_bytes(call)
+        size = verify_call_bytes(call, self.link.draft_probs)
         up = self._wait(size)
         self._transfers.append(LinkTransfer("verify", size, up))
         reply = verified()
@@ -266,7 +244,8 @@ def _received(
 def link_from_config(config: Any) -> LinkEmulation | None:
     """The link a :class:`~edgespec.runtime.edge.config.DrafterConfig` asks for;
     ``None`` when off."""
-    link = LinkEmulation(config.link_rtt_ms, config.link_jitter_ms, config.link_bandwidth_mbps)
+    link = LinkEmulation(config.link_rtt_ms, config.link_jitter_ms, config.link_bandwidth_mbps,
+                         config.link_draft_probs)  # fmt: skip
     return link if link.enabled else None
 
 

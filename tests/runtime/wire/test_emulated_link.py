@@ -121,7 +121,7 @@ def test_zero_settings_never_sleep() -> None:
         ({"bandwidth_mbps": math.inf}, "bandwidth_mbps"),
     ],
 )
-def test_bad_settings_are_refused(kwargs: dict[str, float], field: str) -> None:
+def test_bad_settings_are_refused(kwargs: dict[str, Any], field: str) -> None:
     with pytest.raises(ValueError, match=f"{field} must be a finite number >= 0"):
         LinkEmulation(**kwargs)
 
@@ -137,7 +137,7 @@ def test_bad_settings_are_refused(kwargs: dict[str, float], field: str) -> None:
         ),
     ],
 )
-def test_settings_a_round_cannot_sleep_are_refused(kwargs: dict[str, float], message: str) -> None:
+def test_settings_a_round_cannot_sleep_are_refused(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError) as info:
         LinkEmulation(**kwargs)
     assert str(info.value) == message
