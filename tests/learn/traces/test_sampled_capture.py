@@ -191,3 +191,20 @@ def test_a_temperature_it_cannot_sample_at_is_refused_before_any_model_loads(
     args = ["trace", "--target", "never-loaded", "--draft", "never-loaded", *flags]
     assert main([*args, "--out", str(tmp_path / "t.jsonl")]) == 2
     assert capsys.readouterr().err == f"edgespec trace: {problem}\n"
+
+
+def test_a_feature_draft_samples_and_replays_its_rounds_too() -> None:
+    """A draft that drafts from the target's returned features (its α asked on the
+    target's features of the output's prefix)."""
+    from edgespec.runtime.backends.feature_draft import FeatureDraft
+    from tests.models.test_feature_draft import _net
+
+    target = TransformersTarget(tiny_target())
+    settings = CaptureSettings(gamma_max=4, max_new_tokens=12, temperature=0.8)
+    records = capture(target, FeatureDraft(_net()), PairInfo("t", "f"), PROMPTS[:2], settings)
+    for record in records:
+        assert record.acceptance_prob is not None
+        assert all(0.0 < a < 1.0 for a in record.acceptance_prob)
+        rounds = [(r.gamma, r.num_accepted) for r in record.rounds]
+        replayed = replay_accepted_lengths(record.acceptance_seq, 4, 12)
+        assert replayed == _measured_within_output(record.output_tokens, rounds)
