@@ -20,6 +20,7 @@ from edgespec.runtime.commands.draft_chat import (
 from edgespec.runtime.commands.draft_checks import (
     check_blocks,
     check_draft_name,
+    check_modes,
     check_tree_depth,
     draft_placement,
 )
@@ -65,10 +66,9 @@ def _run(args: argparse.Namespace) -> int:
     """Check the arguments, reach the server, then load what the mode needs and run it:
     nothing slow happens before a bad flag or an unreachable server is reported. Each slow
     stage is said on stderr as it starts, and ``ready`` before the first round."""
-    from edgespec.config import ConfigError, load_config
+    from edgespec.config import load_config
     from edgespec.policies.registry import build_policy_at
     from edgespec.runtime.edge.config import DrafterConfig
-    from edgespec.runtime.wire.emulated_link import check_link_mode
 
     say = Stages("draft")
     config = load_config(DrafterConfig, args.config, overrides(args))
@@ -76,16 +76,7 @@ def _run(args: argparse.Namespace) -> int:
     check_chat_flags(args)
     _warn_of_budget(config)
     stop = stop_policy_from_args(args)
-    if stop is not None and args.mode != "distributed":
-        raise ConfigError("stop_predictor", f"needs --mode distributed, got {args.mode}")
-    identical = "--compare checks token-identical outputs"
-    if args.compare and args.mode != "distributed":
-        raise ConfigError("mode", "--compare runs distributed and centralized: drop --mode")
-    check_link_mode(config, args.mode)
-    if config.verification == "semantic" and args.mode != "distributed":
-        raise ConfigError("verification", f"semantic needs --mode distributed, got {args.mode}")
-    if config.verification == "semantic" and args.compare:
-        raise ConfigError("verification", f"{identical}; semantic is lossy")
+    check_modes(args, config, stop is not None)
     # an error at window.name (--window) or at window.params... (--set, or --gamma)
     window = build_policy_at("window", "window", config.window)
     routing = build_policy_at("routing", "routing", config.routing)  # before anything connects

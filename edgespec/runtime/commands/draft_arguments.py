@@ -136,6 +136,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="write the RequestRecord (and, distributed, the RoundRecords) here (JSONL)",
     )
     parser.add_argument(
+        "--logprobs",
+        type=int,
+        metavar="N",
+        help="after the text, each output token's log-probability under the target and its N "
+        "likeliest tokens' (0..20; distributed: they come with the verifications)",
+    )
+    parser.add_argument(
         "--compare",
         action="store_true",
         help="run the prompt centralized (the server's own decoding, on its kernels: an exact "
@@ -218,7 +225,7 @@ def add_semantic_arguments(parser: argparse.ArgumentParser) -> None:
 
 _PLAIN_FLAGS = ("draft", "max_new_tokens", "temperature", "top_p", "top_k", "min_p", "ignore_eos",
                 "repetition_penalty", "frequency_penalty", "presence_penalty", "stop_token_ids",
-                "min_tokens", "logit_bias", "stop", "auth_token",
+                "min_tokens", "logit_bias", "logprobs", "stop", "auth_token",
                 "tls_ca",
                 "tls_server_name", "max_message_bytes", "request_timeout_s", "max_reconnects",
                 "progress_timeout_s", "retry_timeout_s", "tree", "tree_min_prob",

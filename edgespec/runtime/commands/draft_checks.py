@@ -1,11 +1,34 @@
-"""``edgespec draft``'s checks of its flags and config against the window, the server's
-draft-block limit and the models, each before anything slow happens; where the draft is
-placed (``--device``)."""
+"""``edgespec draft``'s checks of its flags and config against the mode, the window, the
+server's draft-block limit and the models, each before anything slow happens; where the
+draft is placed (``--device``)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
+
+
+def check_modes(args: argparse.Namespace, config: Any, stops: bool) -> None:
+    """What needs a distributed run (a stop predictor when ``stops``, ``--compare``'s
+    other half, an emulated link, semantic verification, ``--logprobs``), refused in
+    another mode as a :class:`~edgespec.config.ConfigError` at its field."""
+    from edgespec.config import ConfigError
+    from edgespec.runtime.wire.emulated_link import check_link_mode
+
+    if stops and args.mode != "distributed":
+        raise ConfigError("stop_predictor", f"needs --mode distributed, got {args.mode}")
+    identical = "--compare checks token-identical outputs"
+    if args.compare and args.mode != "distributed":
+        raise ConfigError("mode", "--compare runs distributed and centralized: drop --mode")
+    check_link_mode(config, args.mode)
+    if config.verification == "semantic" and args.mode != "distributed":
+        raise ConfigError("verification", f"semantic needs --mode distributed, got {args.mode}")
+    if config.verification == "semantic" and args.compare:
+        raise ConfigError("verification", f"{identical}; semantic is lossy")
+    if config.logprobs is not None and (args.mode != "distributed" or args.compare):
+        raise ConfigError("logprobs", "the log-probabilities come with a distributed run's "
+                          "verifications (--mode distributed, no --compare): a server-side run "
+                          "returns none")  # fmt: skip
 
 
 def check_tree_depth(tree: str | None, window: Any, gamma_by_flag: bool = False) -> None:

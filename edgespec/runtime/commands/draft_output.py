@@ -1,13 +1,15 @@
 """``edgespec draft``'s output as it streams (:class:`Shown`): the committed text or token
 ids on stdout, and the notices of a generation's retries on stderr, each on a line of its
-own."""
+own; ``--logprobs``' lines after the text (:func:`logprob_lines`)."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from edgespec.config.overrides import shown
+from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.openai_api.text import TextStream
 
@@ -112,3 +114,20 @@ class Shown:
             sys.stdout.write("\n")
             sys.stdout.flush()
             self._mid_line = False
+
+
+def logprob_lines(
+    output: Sequence[int], logprobs: Sequence[TokenLogprobs], tokenizer: Any
+) -> list[str]:
+    """``--logprobs``: a line per output token, its text (its id decoded alone, quoted; the
+    id without a tokenizer), its log-probability under the target, then its likeliest
+    tokens' (``logprobs: token, log-probability, likeliest`` first)."""
+
+    def name(token: int) -> str:
+        return str(token) if tokenizer is None else repr(tokenizer.decode([token]))
+
+    lines = ["logprobs: token, log-probability under the target, the likeliest tokens'"]
+    for token, row in zip(output, logprobs, strict=False):
+        top = ", ".join(f"{name(t)} {lp:.4f}" for t, lp in row.top)
+        lines.append(f"  {name(token)} {row.logprob:.4f}" + (f"  | {top}" if top else ""))
+    return lines

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
-from edgespec.runtime.commands.draft_output import Shown
+from edgespec.runtime.commands.draft_output import Shown, logprob_lines
 from edgespec.runtime.edge.semantic import SemanticReport
 
 
@@ -27,6 +28,7 @@ class Outcome:
     rounds: tuple[RoundRecord, ...] = ()
     sent_of_drafted: tuple[int, int] | None = None  # with a stop predictor
     semantic: SemanticReport | None = None  # a semantic (LOSSY) run's
+    logprobs: tuple[TokenLogprobs, ...] = ()  # --logprobs: one per output token
 
     def stats_line(self, mode: str) -> str:
         r = self.request
@@ -112,6 +114,7 @@ class DraftRun:
             stop_token_ids=tuple(sorted(self._stop_ids())),
             min_tokens=self.config.min_tokens,
             logit_bias=tuple(sorted(self.config.logit_bias)),
+            logprobs=self.config.logprobs,
         )
 
     def _session_id(self) -> str:
@@ -214,12 +217,12 @@ class DraftRun:
             _warn_measured_agreement(config.draft, semantic.threshold, config.threshold is None)
         budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
         # a lost session is reopened for up to retry_timeout_s
-        shown = self._shown()
+        shown, logprobs = self._shown(), list[TokenLogprobs]()
         options = DraftOptions(self._session_id(), config.client_id, config.slo_class,
                                config.retry_timeout_s, progress=budget,
                                first_open_retry_s=self.first_open_retry_s,
-                               on_reconnect=shown.reconnecting,
-                               on_resend=shown.resending)  # fmt: skip
+                               on_reconnect=shown.reconnecting, on_resend=shown.resending,
+                               on_logprobs=logprobs.extend)  # fmt: skip
         # the link: itself unless a link_* setting; its closes whole within their deadline
         close_s = close_timeout_s(config.request_timeout_s)
         linked = closed_whole(wrap_verifier(self.verifier, config), close_s)
@@ -232,9 +235,11 @@ class DraftRun:
         sent = None
         if stop is not None:
             sent = (result.request.num_drafted, sum(x.draft_passes for x in result.rounds))
-        rounds = result.rounds
-        outcome = Outcome(result.output_token_ids, result.request, rounds, sent, result.semantic)
-        return _cut(outcome, shown)
+        outcome = _cut(Outcome(result.output_token_ids, result.request, result.rounds, sent,
+                               result.semantic, tuple(logprobs)), shown)  # fmt: skip
+        if config.logprobs is not None:
+            print(*logprob_lines(outcome.output, outcome.logprobs, self.tokenizer), sep="\n")
+        return outcome
 
 
 def _cut(outcome: Outcome, shown: Shown) -> Outcome:
@@ -246,7 +251,8 @@ def _cut(outcome: Outcome, shown: Shown) -> Outcome:
     if not shown.stopped or num is None:
         return outcome
     request = dataclasses.replace(outcome.request, num_output_tokens=num)
-    return dataclasses.replace(outcome, output=outcome.output[:num], request=request)
+    return dataclasses.replace(outcome, output=outcome.output[:num], request=request,
+                               logprobs=outcome.logprobs[:num])  # fmt: skip
 
 
 def fused_mode_gamma(config: Any) -> int:

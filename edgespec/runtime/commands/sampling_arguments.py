@@ -149,6 +149,7 @@ def _requests_own(args: argparse.Namespace, config: Any) -> list[tuple[str, str]
     on += [("stop_token_ids", "")] if config.stop_token_ids else []
     on += [("logit_bias", "")] if config.logit_bias else []
     on += [("stop", "")] if config.stop else []
+    on += [("logprobs", f" {config.logprobs}")] if config.logprobs is not None else []
     return on + ([("seed", f" {args.seed}")] if args.seed is not None else [])
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal
 from edgespec.config import ConfigError, PolicySpec
 from edgespec.core.link_delay import DraftProbsWire, link_setting_problem
 from edgespec.core.tree import parse_branching
-from edgespec.core.wire_limits import SEED_LIMIT
+from edgespec.core.wire_limits import MAX_LOGPROBS, SEED_LIMIT
 from edgespec.policies.semantic.agreement import (
     BUNDLED_DRAFT_PREFIX,
     load_agreement,
@@ -72,6 +72,9 @@ class DrafterConfig:
     stop: tuple[str, ...] = ()
     # (token id, bias) pairs added to the target's logits before anything else, greedy too
     logit_bias: tuple[tuple[int, float], ...] = ()
+    # each output token's log-probability under the target and this many likeliest others'
+    # (0..20; None: none), returned with a distributed run's verifications
+    logprobs: int | None = None
     slo_class: str = "default"
     client_id: str = "edge-0"
     auth_token: str | None = None
@@ -145,6 +148,8 @@ class DrafterConfig:
         check_penalties(self.repetition_penalty, self.frequency_penalty, self.presence_penalty)
         check_stops(self.stop_token_ids, self.min_tokens, self.max_new_tokens, self.stop)
         check_logit_bias(self.logit_bias)
+        if self.logprobs is not None and not 0 <= self.logprobs <= MAX_LOGPROBS:
+            raise ConfigError("logprobs", f"must be in [0, {MAX_LOGPROBS}], got {self.logprobs}")
         if (problem := config_client_id_problem(self)) is not None:
             raise ConfigError("client_id", problem)
         if self.lookup and self.draft == "ngram":
@@ -182,6 +187,12 @@ class DrafterConfig:
         if self.temperature > 0:
             raise ConfigError("verification", "semantic verification is greedy only: needs "
                               f"temperature 0, got {self.temperature}")  # fmt: skip
+        if self.logprobs is not None:
+            raise ConfigError(
+                "verification",
+                "semantic verification returns no logprobs",
+                flag_message="semantic verification returns no --logprobs",
+            )
         if self.tree is not None:
             chains = "semantic verification takes chains, not"
             raise ConfigError("verification", f"{chains} a token tree (tree {self.tree})",
