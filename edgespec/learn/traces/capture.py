@@ -66,10 +66,12 @@ def capture_one(
     sd_ms = (time.perf_counter() - start) * 1e3
     output = result.output_token_ids
     on_stage("acceptance per position")
-    seq, feats, after = _acceptance(target, drafter, prompt_ids, result, settings.gamma_max)
-    alphas = None
+    hidden = target_hidden_rows(target, (*prompt_ids, *output)) if wants_hidden(drafter) else None
+    drawn, alphas = None, None
     if settings.temperature > 0:
-        seq, alphas = _sampled_acceptance(target, drafter, prompt_ids, result, settings, index)
+        drawn, alphas = _sampled_acceptance(target, drafter, prompt_ids, result, settings, index,
+                                            hidden)  # fmt: skip
+    seq, feats, after = _acceptance(drafter, prompt_ids, result, settings.gamma_max, hidden, drawn)
     target_only_ms, assisted_ms, lossless = baselines(
         target, pair, prompt_ids, output, settings, index, on_stage
     )
@@ -108,24 +110,26 @@ def _round(played: RoundRecord) -> TraceRound:
 
 
 def _acceptance(
-    target: TargetBackend,
     drafter: DraftBackend,
     prompt_ids: Sequence[int],
     result: Any,
     gamma_max: int,
+    hidden: Any,
+    drawn: tuple[int, ...] | None,
 ) -> tuple[tuple[int, ...], Any, Any]:
     """(acceptance per output position, the draft's features there, the rejection
-    continuations) of one speculative ``result``; drafters that need the target's hidden
-    rows and token trees take the flags from the rounds played (see trace.py: their steps)."""
+    continuations) of one speculative ``result``: a sampled capture's ``drawn`` flags, else
+    the draft's greedy tokens on the target's prefix; drafters that need the target's
+    ``hidden`` rows and token trees take the flags from the rounds played (see trace.py:
+    their steps). The continuations follow the flags' rejections."""
     output = result.output_token_ids
-    hidden = None
-    if wants_hidden(drafter):
-        hidden = target_hidden_rows(target, (*prompt_ids, *output))
     seq, feats = per_position_acceptance(drafter, prompt_ids, output, hidden)
-    after = None
     if hidden is not None or isinstance(drafter, TreeDraft):
-        seq = flags_from_rounds([r.num_accepted for r in result.rounds], len(output))
-    elif feats is not None:
+        played = flags_from_rounds([r.num_accepted for r in result.rounds], len(output))
+        return (played if drawn is None else drawn), feats, None
+    seq = seq if drawn is None else drawn
+    after = None
+    if feats is not None:
         after = rejection_continuations(drafter, prompt_ids, output, seq, gamma_max)
     return seq, feats, after
 
@@ -137,11 +141,11 @@ def _sampled_acceptance(
     result: Any,
     settings: CaptureSettings,
     index: int,
+    hidden: Any,
 ) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """A sampled capture's (flags, α per position): :func:`sampled_flags` of its rounds,
     positions no round tested drawn with a stream of the prompt's own seed."""
     output = result.output_token_ids
-    hidden = target_hidden_rows(target, (*prompt_ids, *output)) if wants_hidden(drafter) else None
     sampling = prompt_sampling(settings, index)
     alphas = acceptance_probabilities(drafter, target, prompt_ids, output, sampling, hidden)
     rounds = [(r.num_drafted, r.num_accepted) for r in result.rounds]

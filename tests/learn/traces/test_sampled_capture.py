@@ -120,6 +120,9 @@ def test_a_sampled_capture_replays_its_rounds_and_draws_as_often_as_alpha_says()
         rounds = [(r.gamma, r.num_accepted) for r in record.rounds]
         replayed = replay_accepted_lengths(record.acceptance_seq, 4, 24)
         assert replayed == _measured_within_output(record.output_tokens, rounds)
+        # the stop predictor's rows after a rejection: at the drawn rejections
+        rejected = [p for p, f in enumerate(record.acceptance_seq[:-1]) if not f]
+        assert [p for p, _ in record.rejection_features or ()] == rejected
         flags += record.acceptance_seq
         alphas += record.acceptance_prob
     # each flag is a draw with its position's α (tested by the round or drawn): their sums
