@@ -97,6 +97,7 @@ def test_the_emulated_link_keeps_its_own_fused_refusal() -> None:
 
     class Config:
         link_rtt_ms, link_jitter_ms, link_bandwidth_mbps, link_seed = 10.0, 0.0, None, 0
+        link_draft_probs = "dense"
 
     wrapper = tracked(wrap_verifier(Plain(), Config()))
     assert fused_as_3_12_sees_it(wrapper)
