@@ -211,3 +211,22 @@ def test_a_feature_draft_samples_and_replays_its_rounds_too() -> None:
         rounds = [(r.gamma, r.num_accepted) for r in record.rounds]
         replayed = replay_accepted_lengths(record.acceptance_seq, 4, 12)
         assert replayed == _measured_within_output(record.output_tokens, rounds)
+
+
+def test_a_stop_predictors_cut_rounds_leave_their_next_position_to_its_alpha() -> None:
+    """A block a stop predictor ended sends fewer tokens than γ; accepted whole, the token
+    it stopped on was never tested: a draw from its α (here every block is cut at once)."""
+    from tests.policies.stop_helpers import constant_stop
+
+    target = TransformersTarget(tiny_target())
+    drafter = TransformersDraft(tiny_draft(list(range(1, VOCAB, 2))))
+    settings = CaptureSettings(gamma_max=4, max_new_tokens=12, temperature=0.8,
+                               stop=constant_stop(keep=False))  # fmt: skip
+    records = capture(target, drafter, PairInfo("t", "d"), PROMPTS[:2], settings)
+    for index, record in enumerate(records):
+        assert all(r.gamma == 0 and r.draft_passes == 1 for r in record.rounds)  # all cut
+        assert len(record.rounds) == record.output_tokens  # a token a round, none tested
+        rounds = [(r.gamma, r.num_accepted) for r in record.rounds]
+        assert record.acceptance_prob is not None
+        rng = np.random.default_rng((settings.seed + index, 1))  # the prompt's own stream
+        assert record.acceptance_seq == sampled_flags(rounds, record.acceptance_prob, rng)
