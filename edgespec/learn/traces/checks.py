@@ -171,10 +171,9 @@ def check_outputs(args: argparse.Namespace, labels: list[str]) -> None:
 
 def given_cuts(args: argparse.Namespace) -> dict[str, Any]:
     """The cuts given on the command line (``--top-k``, ``--top-p``, ``--min-p``)."""
-    return {name: getattr(args, name) for name in CUTS if getattr(args, name) is not None}
+    from edgespec.learn.traces.record_fields import SAMPLING_CUTS
 
-
-CUTS = ("top_k", "top_p", "min_p")
+    return {n: getattr(args, n) for n in SAMPLING_CUTS if getattr(args, n) is not None}
 
 
 def sampled_title(args: argparse.Namespace) -> str:

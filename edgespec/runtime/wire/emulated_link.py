@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from edgespec.core.link_delay import (
     HEADER_BYTES,
@@ -70,7 +70,7 @@ class LinkEmulation:
         _check("jitter_ms", self.jitter_ms)
         if self.bandwidth_mbps is not None:
             _check("bandwidth_mbps", self.bandwidth_mbps)
-        if self.draft_probs not in ("dense", "compact"):
+        if self.draft_probs not in get_args(DraftProbsWire):
             raise ValueError(f"draft_probs must be dense or compact, got {self.draft_probs!r}")
 
     @property

@@ -22,17 +22,16 @@ def verify_call_bytes(call: VerifyCall, draft_probs: DraftProbsWire = "dense") -
     counts each row's kept entries (:func:`~edgespec.core.link_delay.compact_row_bytes`),
     the simulator's bound where a row keeps the most."""
     probs = call.draft_probs
-    compact = probs is not None and draft_probs == "compact"
+    vocab = 0 if probs is None else int(probs.shape[-1])
     size = uplink_bytes(
         num_draft=len(call.draft_token_ids),
         num_prompt_ids=0,
-        vocab_size=int(probs.shape[-1]) if probs is not None else 0,
-        probs_wire=None if probs is None or compact else "dense",
+        vocab_size=vocab,
+        probs_wire="dense" if probs is not None and draft_probs == "dense" else None,
         num_hidden=sum(int(a.size) for a in call.payloads.values()),
         tree=call.draft_parents is not None,
     )
-    if compact:
-        vocab = int(probs.shape[-1])  # type: ignore[union-attr]
+    if probs is not None and draft_probs == "compact":
         size += sum(compact_row_bytes(n, vocab) for n in _entries_per_row(probs))
     return size
 

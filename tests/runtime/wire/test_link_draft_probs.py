@@ -85,3 +85,5 @@ def test_an_unknown_count_is_refused(capsys: pytest.CaptureFixture[str]) -> None
         main([*args, "--link-draft-probs", "sparse"])
     assert info.value.code == 2
     assert "--link-draft-probs: invalid choice: 'sparse'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="draft_probs must be dense or compact, got 'sparse'"):
+        LinkEmulation(draft_probs="sparse")  # type: ignore[arg-type]
