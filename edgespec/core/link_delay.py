@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 from edgespec.core.wire_limits import DRAFT_SUPPORT_MAX_TOKENS
@@ -32,6 +33,24 @@ DraftProbsWire = Literal["dense", "compact"]
 ``draft_support_*``): the row's entry count and its kept entries, each a varint token id
 and a float32, at most :data:`~edgespec.core.wire_limits.DRAFT_SUPPORT_MAX_TOKENS` of
 them."""
+
+
+@dataclass(frozen=True, slots=True)
+class DraftRows:
+    """How a sampled round's draft distributions travel on the uplink: ``wire``
+    (:data:`DraftProbsWire`) and the ``top_k`` cut the session samples with (0: none), which
+    bounds a compact row's kept entries: a draft shaped as the target's rows are keeps at
+    most ``top_k`` tokens (top-p and min-p leave a number no scenario knows: a compact row
+    is charged its cap then, :data:`~edgespec.core.wire_limits.DRAFT_SUPPORT_MAX_TOKENS`)."""
+
+    wire: DraftProbsWire
+    top_k: int = 0
+
+    def max_entries(self, vocab_size: int) -> int:
+        """The most entries one compact row over ``vocab_size`` tokens keeps."""
+        kept = min(vocab_size, DRAFT_SUPPORT_MAX_TOKENS)
+        return kept if self.top_k <= 0 else min(kept, self.top_k)
+
 
 MAX_LINK_DELAY_MS = 60_000.0
 """The longest RTT or mean jitter an emulated link takes (a minute): a round sleeps it, and
@@ -81,16 +100,16 @@ def varint_bytes(value: int) -> int:
     return max(1, -(-value.bit_length() // 7))
 
 
-def draft_probs_row_bytes(vocab_size: int, wire: DraftProbsWire | None) -> int:
+def draft_probs_row_bytes(vocab_size: int, rows: DraftRows | None) -> int:
     """Bytes of one drafted token's distribution q over ``vocab_size`` tokens on the uplink:
     none (``None``: greedy verification sends no q), ``dense`` (V fp16 values) or
-    ``compact`` (at most: its entry count, then as many entries as a row may keep, each the
-    largest token id's varint and a float32; :data:`DraftProbsWire`)."""
-    if wire is None:
+    ``compact`` (at most: its entry count, then as many entries as a row may keep,
+    :meth:`DraftRows.max_entries`, each the largest token id's varint and a float32)."""
+    if rows is None:
         return 0
-    if wire == "dense":
+    if rows.wire == "dense":
         return PROB_BYTES * vocab_size
-    return compact_row_bytes(min(vocab_size, DRAFT_SUPPORT_MAX_TOKENS), vocab_size)
+    return compact_row_bytes(rows.max_entries(vocab_size), vocab_size)
 
 
 def compact_row_bytes(num_entries: int, vocab_size: int) -> int:
@@ -104,18 +123,18 @@ def uplink_bytes(
     num_draft: int,
     num_prompt_ids: int,
     vocab_size: int,
-    probs_wire: DraftProbsWire | None,
+    draft_rows: DraftRows | None,
     num_hidden: int = 0,
     tree: bool = False,
 ) -> int:
     """Draft block message: token ids, the prompt ids on a cold start, the draft
     distributions (γ rows of :func:`draft_probs_row_bytes`) when stochastic verification
-    needs them (``probs_wire`` not ``None``), a parent per node for a token ``tree``;
+    needs them (``draft_rows`` not ``None``), a parent per node for a token ``tree``;
     ``num_hidden`` extra fp16 values."""
     size = HEADER_BYTES + TOKEN_ID_BYTES * (num_draft + num_prompt_ids)
     if tree:
         size += PARENT_BYTES * num_draft
-    size += num_draft * draft_probs_row_bytes(vocab_size, probs_wire)
+    size += num_draft * draft_probs_row_bytes(vocab_size, draft_rows)
     return size + PROB_BYTES * num_hidden
 
 

@@ -9,6 +9,7 @@ the drafter's config, the OpenAI endpoint); the cuts themselves are
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from edgespec.core.wire_limits import UINT32_LIMIT, wire_float_problem
 
@@ -18,6 +19,13 @@ def top_k_problem(top_k: object) -> str | None:
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 0 <= top_k < UINT32_LIMIT:
         return f"must be a whole number in [0, 2**32) (0: every token), got {top_k!r}"
     return None
+
+
+def top_p_problem(top_p: float) -> str | None:
+    """Why ``top_p`` is no nucleus mass the wire carries as it is (1: no cut)."""
+    if not 0 < top_p <= 1:  # NaN too
+        return f"must be in (0, 1], got {top_p}"
+    return wire_float_problem(top_p)
 
 
 def min_p_problem(min_p: float) -> str | None:
@@ -55,3 +63,19 @@ def cuts_on(top_p: float, top_k: int, min_p: float) -> tuple[str, ...]:
     ``min_p`` above 0), in the order they are made: what greedy decoding would not apply."""
     on = (("top_k", top_k > 0), ("top_p", top_p < 1), ("min_p", min_p > 0))
     return tuple(name for name, given in on if given)
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingCuts:
+    """The cuts a sampled row takes (each off by default), as a run names them: a scenario
+    (``top_k``, ``top_p``, ``min_p``) or a sampled trace's capture."""
+
+    top_k: int = 0
+    top_p: float = 1.0
+    min_p: float = 0.0
+
+    def described(self) -> str:
+        """The cuts that cut, as ``top-k 40, top-p 0.9`` (empty when none does)."""
+        values = {"top_k": self.top_k, "top_p": self.top_p, "min_p": self.min_p}
+        on = cuts_on(self.top_p, self.top_k, self.min_p)
+        return ", ".join(f"{name.replace('_', '-')} {values[name]:g}" for name in on)

@@ -8,7 +8,12 @@ import math
 from dataclasses import dataclass
 
 from edgespec.core.penalties import additive_penalty_problem, repetition_penalty_problem
-from edgespec.core.sampling_cuts import logit_bias_problem, min_p_problem, top_k_problem
+from edgespec.core.sampling_cuts import (
+    logit_bias_problem,
+    min_p_problem,
+    top_k_problem,
+    top_p_problem,
+)
 from edgespec.core.stop_rules import min_tokens_problem, stop_token_ids_problem
 from edgespec.core.wire_limits import MAX_LOGPROBS, wire_float_problem
 
@@ -50,11 +55,10 @@ class SamplingParams:
     def __post_init__(self) -> None:
         if not math.isfinite(self.temperature) or self.temperature < 0:
             raise ValueError(f"temperature must be finite and >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        for name in ("temperature", "top_p"):
-            if (problem := wire_float_problem(getattr(self, name))) is not None:
-                raise ValueError(f"{name} {problem}")
+        if (problem := wire_float_problem(self.temperature)) is not None:
+            raise ValueError(f"temperature {problem}")
+        if (problem := top_p_problem(self.top_p)) is not None:
+            raise ValueError(f"top_p {problem}")
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
         for name, problem in self._field_problems():

@@ -7,6 +7,7 @@ models, sink) and handed to the handler set that runs it
 
 from __future__ import annotations
 
+from edgespec.core.link_delay import DraftRows
 from edgespec.policies.fusing import fusing
 from edgespec.policies.interfaces import BatchLimits
 from edgespec.sim.kernel import EventQueue, RecordSink
@@ -91,4 +92,5 @@ class SimState:
         self.fuses = fusing(policies.window, scenario.mode)  # None: a policy of unknown type
         self.may_fuse = self.fuses is not False  # servers add fused entries' draft passes
         self.deadline_rule = scenario.deadline_rule
-        self.probs_wire = scenario.draft_probs if scenario.temperature > 0 else None
+        sampled = scenario.temperature > 0  # stochastic verification: q rows uplinked
+        self.draft_rows = DraftRows(scenario.draft_probs, scenario.top_k) if sampled else None

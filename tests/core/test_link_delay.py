@@ -7,12 +7,15 @@ import math
 import pytest
 
 from edgespec.core.link_delay import (
+    DraftRows,
     downlink_bytes,
     draft_probs_row_bytes,
     one_way_delay_s,
     uplink_bytes,
     varint_bytes,
 )
+
+COMPACT = DraftRows("compact")
 
 
 class Draws:
@@ -43,10 +46,12 @@ def test_jitter_is_one_exponential_draw() -> None:
 
 def test_uplink_counts_every_part() -> None:
     # header + 4 * (3 drafts + 2 prompt ids) + 4 * 3 parents + 2 * 3 * 10 probs + 2 * 4 hidden
-    assert uplink_bytes(3, 2, 10, "dense", num_hidden=4, tree=True) == 64 + 20 + 12 + 60 + 8
+    assert (
+        uplink_bytes(3, 2, 10, DraftRows("dense"), num_hidden=4, tree=True) == 64 + 20 + 12 + 60 + 8
+    )
     assert uplink_bytes(3, 0, 10, None, num_hidden=7) == 64 + 12 + 14
     # compact: 3 rows of (a 1-byte count, 10 entries of a 1-byte id varint + a float32)
-    assert uplink_bytes(3, 0, 10, "compact") == 64 + 12 + 3 * (1 + 10 * 5)
+    assert uplink_bytes(3, 0, 10, DraftRows("compact")) == 64 + 12 + 3 * (1 + 10 * 5)
 
 
 def test_a_compact_row_is_at_most_its_kept_entries_as_varint_ids_and_float32s() -> None:
@@ -54,10 +59,21 @@ def test_a_compact_row_is_at_most_its_kept_entries_as_varint_ids_and_float32s() 
         1, 1, 1, 2, 2, 3, 3
     ]  # fmt: skip
     # Gemma 3's 262,144 tokens: at most 1,024 entries (a 2-byte count), ids below 2**18
-    assert draft_probs_row_bytes(262_144, "compact") == 2 + 1024 * (3 + 4)
-    assert draft_probs_row_bytes(262_144, "dense") == 2 * 262_144  # 73x the compact row
+    assert draft_probs_row_bytes(262_144, COMPACT) == 2 + 1024 * (3 + 4)
+    assert draft_probs_row_bytes(262_144, DraftRows("dense")) == 2 * 262_144  # 73x the compact row
     assert draft_probs_row_bytes(262_144, None) == 0
-    assert draft_probs_row_bytes(300, "compact") == 2 + 300 * (2 + 4)  # every token kept
+    assert draft_probs_row_bytes(300, COMPACT) == 2 + 300 * (2 + 4)  # every token kept
+
+
+def test_a_top_k_cut_bounds_a_compact_rows_entries_and_leaves_a_dense_row_whole() -> None:
+    gemma = 262_144
+    assert draft_probs_row_bytes(gemma, DraftRows("compact", top_k=40)) == 1 + 40 * (3 + 4)
+    assert DraftRows("compact", top_k=5000).max_entries(gemma) == 1024  # the cap still holds
+    assert DraftRows("compact", top_k=40).max_entries(30) == 30  # and the vocabulary
+    assert DraftRows("compact", top_k=0).max_entries(gemma) == 1024  # 0: uncut
+    dense = draft_probs_row_bytes(gemma, DraftRows("dense", top_k=40))
+    assert dense == draft_probs_row_bytes(gemma, DraftRows("dense")) == 2 * gemma
+    assert uplink_bytes(2, 0, gemma, DraftRows("compact", top_k=3)) == 64 + 8 + 2 * (1 + 3 * 7)
 
 
 def test_downlink_counts_hidden_values() -> None:

@@ -1,7 +1,8 @@
 """A sampled round's uplink (``temperature > 0``) carries the draft distributions as
 ``draft_probs`` says (edgespec.core.link_delay.draft_probs_row_bytes): ``dense``, the papers'
-γ × V fp16; ``compact``, edgespec's gRPC rows. Every round's uplink time, by hand, in the
-reference loop and the fast sets alike; a greedy run sends none either way."""
+γ × V fp16; ``compact``, edgespec's gRPC rows, at most the scenario's ``top_k`` entries each.
+Every round's uplink time, by hand, in the reference loop and the fast sets alike; a greedy
+run sends none either way."""
 
 from __future__ import annotations
 
@@ -32,11 +33,18 @@ def test_each_rounds_uplink_carries_its_rows_as_draft_probs_says(
     on = [f"fast_path={fast}", "temperature=0.8"]
     # rounds: 3 drafted with the prompt's 4 ids (2 accepted), then 3 (all, and the bonus);
     # RTT 20 ms, 1e6 B/s: 0.01 + (64 + 4 ids·(drafts + prompt) + drafts·row) / 1e6
-    for wire, row in (("dense", 2 * vocab), ("compact", 2 + 1024 * (3 + 4))):
-        uplinks = _uplinks(tmp_path, [*on, f"draft_probs={wire}"])
+    cases = [
+        ("dense", [], 2 * vocab),
+        ("compact", [], 2 + 1024 * (3 + 4)),  # the cap: 1,024 entries of a 3-byte id + f32
+        ("compact", ["top_k=40"], 1 + 40 * (3 + 4)),  # a top-40 draft keeps 40 at most
+        ("compact", ["top_k=5000", "top_p=0.9"], 2 + 1024 * (3 + 4)),  # the cap still holds
+        ("dense", ["top_k=40"], 2 * vocab),  # a dense row is every token's, cut or not
+    ]
+    for wire, cuts, row in cases:
+        uplinks = _uplinks(tmp_path, [*on, f"draft_probs={wire}", *cuts])
         expected = [0.01 + (64 + 4 * (d + p) + d * row) / 1e6 for d, p in ((3, 4), (3, 0))]
         assert uplinks == [pytest.approx(x, abs=1e-12) for x in expected]
     greedy = [0.01 + (64 + 4 * (d + p)) / 1e6 for d, p in ((3, 4), (3, 0))]
     for wire in ("dense", "compact"):
-        uplinks = _uplinks(tmp_path, [f"fast_path={fast}", f"draft_probs={wire}"])
+        uplinks = _uplinks(tmp_path, [f"fast_path={fast}", f"draft_probs={wire}", "top_k=40"])
         assert uplinks == [pytest.approx(x, abs=1e-12) for x in greedy]

@@ -55,6 +55,7 @@ TINY_FAMILIES: dict[str, list[str]] = {
     "wireless": ["links.wan.wireless={bandwidth_hz: 2000000.0, path_loss_db: -60.0}"],
     "sampled/dense": ["temperature=0.8"],
     "sampled/compact": ["temperature=0.8", "draft_probs=compact"],
+    "sampled/compact-top-k": ["temperature=0.8", "draft_probs=compact", "top_k=40"],
     **{f"semantic/{k}": v for k, v in SEMANTIC_CASES.items()},
     "padded/fcfs": ["auto_topology.servers.0.batch_pricing=padded"],
     "padded/lab-dynamic": [

@@ -9,13 +9,10 @@ from typing import Any, TypeVar
 
 from edgespec.config import RecordError, as_written
 from edgespec.core.sampling_cuts import cuts_on
-from edgespec.core.types import SamplingParams
+from edgespec.sim.setup.trace_fields import SAMPLING_CUTS as SAMPLING_CUTS
+from edgespec.sim.setup.trace_fields import cuts_value as cuts_value
 
 T = TypeVar("T")
-
-SAMPLING_CUTS = ("top_k", "top_p", "min_p")
-"""A sampled capture's cuts, written when they cut
-(:func:`~edgespec.core.sampling_cuts.cuts_on`)."""
 
 
 def field_value(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -53,24 +50,6 @@ def probabilities_value(obj: dict[str, Any], where: str) -> tuple[float, ...] | 
     if not ok:
         raise RecordError(where, "must be a list of numbers in [0, 1]", "acceptance_prob")
     return tuple(float(v) for v in raw)
-
-
-def cuts_value(obj: dict[str, Any], where: str) -> dict[str, Any]:
-    """A sampled capture's cuts as given (absent: off), each as :class:`SamplingParams`
-    takes it, else a RecordError naming the line and the cut."""
-    given = {name: obj[name] for name in SAMPLING_CUTS if name in obj}
-    for name, value in given.items():
-        kind = int if name == "top_k" else (int, float)
-        if isinstance(value, bool) or not isinstance(value, kind):
-            raise RecordError(where, f"expected a number, got {as_written(value)}", name)
-    values = {"top_k": 0, "top_p": 1.0, "min_p": 0.0, **given}
-    try:
-        SamplingParams(1.0, float(values["top_p"]), top_k=int(values["top_k"]),
-                       min_p=float(values["min_p"]))  # fmt: skip
-    except ValueError as exc:
-        name = next(n for n in SAMPLING_CUTS if str(exc).startswith(n))
-        raise RecordError(where, str(exc).removeprefix(f"{name} "), name) from None
-    return given
 
 
 def written_cuts(top_p: float, top_k: int, min_p: float) -> dict[str, Any]:

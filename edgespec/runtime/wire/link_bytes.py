@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgespec.core.link_delay import (
     DraftProbsWire,
+    DraftRows,
     compact_row_bytes,
     downlink_bytes,
     uplink_bytes,
@@ -27,7 +28,7 @@ def verify_call_bytes(call: VerifyCall, draft_probs: DraftProbsWire = "dense") -
         num_draft=len(call.draft_token_ids),
         num_prompt_ids=0,
         vocab_size=vocab,
-        probs_wire="dense" if probs is not None and draft_probs == "dense" else None,
+        draft_rows=DraftRows("dense") if probs is not None and draft_probs == "dense" else None,
         num_hidden=sum(int(a.size) for a in call.payloads.values()),
         tree=call.draft_parents is not None,
     )

@@ -4,7 +4,7 @@ decodes one token."""
 
 from __future__ import annotations
 
-from edgespec.core.link_delay import DraftProbsWire
+from edgespec.core.link_delay import DraftRows
 from edgespec.sim.blocks.chain import ChainBlock, sent_up_s
 from edgespec.sim.model.acceptance import AcceptanceModel
 from edgespec.sim.model.device_round import DraftTimes
@@ -36,7 +36,7 @@ class CentralizedBlock(ChainBlock):
             s.passes, s.pre_accepted = 0, None
         return 0.0
 
-    def uplink_s(self, s: Session, first: bool, probs_wire: DraftProbsWire | None) -> float:
+    def uplink_s(self, s: Session, first: bool, draft_rows: DraftRows | None) -> float:
         if not first:
             s.round_up_s = 0.0
             return 0.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from edgespec.core.link_delay import DraftProbsWire
+from edgespec.core.link_delay import DraftRows
 from edgespec.sim.model.acceptance import AcceptanceModel
 from edgespec.sim.model.device_round import DraftTimes
 from edgespec.sim.model.entities import Session
@@ -64,12 +64,12 @@ class ChainBlock:
         s.sent = s.gamma_eff = gamma
         return self.draft_times.round_s(s, gamma, first, None)
 
-    def uplink_s(self, s: Session, first: bool, probs_wire: DraftProbsWire | None) -> float:
+    def uplink_s(self, s: Session, first: bool, draft_rows: DraftRows | None) -> float:
         """The drafted ids (the prompt's too on the first round), their distributions
-        as ``probs_wire`` sends them (``None``: none)."""
+        as ``draft_rows`` sends them (``None``: none)."""
         dev = s.device
         prompt_ids = s.request.num_prompt_tokens if first else 0
-        return sent_up_s(s, uplink_bytes(s.sent, prompt_ids, dev.vocab_size, probs_wire))
+        return sent_up_s(s, uplink_bytes(s.sent, prompt_ids, dev.vocab_size, draft_rows))
 
     def judge(self, s: Session) -> tuple[int, int, int]:
         """The acceptance model's draw over the round's ``gamma_eff`` positions."""

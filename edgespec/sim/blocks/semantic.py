@@ -6,7 +6,7 @@ the mismatches' hidden states in a second hop before the verdict goes down
 
 from __future__ import annotations
 
-from edgespec.core.link_delay import DraftProbsWire
+from edgespec.core.link_delay import DraftRows
 from edgespec.sim.blocks.chain import ChainBlock, sent_up_s
 from edgespec.sim.model.acceptance import AcceptanceModel
 from edgespec.sim.model.device_round import DraftTimes
@@ -29,11 +29,11 @@ class SemanticBlock(ChainBlock):
     ) -> None:
         super().__init__(acceptance, draft_times, fixed_rounds, "semantic verification")
 
-    def uplink_s(self, s: Session, first: bool, probs_wire: DraftProbsWire | None) -> float:
+    def uplink_s(self, s: Session, first: bool, draft_rows: DraftRows | None) -> float:
         dev = s.device
         prompt_ids = s.request.num_prompt_tokens if first else 0
         hidden = _semantics(s).uplink_hidden_values(s.sent)
-        size = uplink_bytes(s.sent, prompt_ids, dev.vocab_size, probs_wire, hidden)
+        size = uplink_bytes(s.sent, prompt_ids, dev.vocab_size, draft_rows, hidden)
         return sent_up_s(s, size)
 
     def judge(self, s: Session) -> tuple[int, int, int]:

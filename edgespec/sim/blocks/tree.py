@@ -4,7 +4,7 @@ captured number accepted. Rounds past the captured ones, and fused rounds, are a
 
 from __future__ import annotations
 
-from edgespec.core.link_delay import DraftProbsWire
+from edgespec.core.link_delay import DraftRows
 from edgespec.sim.blocks.chain import ChainBlock, sent_up_s
 from edgespec.sim.model.acceptance import AcceptanceModel
 from edgespec.sim.model.device_round import DraftTimes
@@ -44,10 +44,10 @@ class TreeBlock(ChainBlock):
             s.passes, s.pre_accepted = gamma, None
         return self.draft_times.round_s(s, gamma, first, overhead_s)
 
-    def uplink_s(self, s: Session, first: bool, probs_wire: DraftProbsWire | None) -> float:
+    def uplink_s(self, s: Session, first: bool, draft_rows: DraftRows | None) -> float:
         dev = s.device
         prompt_ids = s.request.num_prompt_tokens if first else 0
-        size = uplink_bytes(s.sent, prompt_ids, dev.vocab_size, probs_wire, 0, True)
+        size = uplink_bytes(s.sent, prompt_ids, dev.vocab_size, draft_rows, 0, True)
         return sent_up_s(s, size)
 
     def judge(self, s: Session) -> tuple[int, int, int]:

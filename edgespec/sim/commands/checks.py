@@ -14,8 +14,8 @@
   ``duration_s`` said once per trace and duration (:class:`LateArrivalWarnings`).
 * A server pool's profile used beyond the batch size or context it measured
   (:func:`say_profile_ranges`), said once before the run.
-* A replayed trace captured at another temperature than the scenario's
-  (:func:`say_trace_temperatures`): its acceptance is the capture's.
+* A replayed trace captured otherwise than the scenario samples (temperature, cuts:
+  :func:`say_trace_sampling`): its acceptance is the capture's.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 
 from edgespec.config import ConfigError, OverrideError, parse_override
 from edgespec.config.overrides import shown
+from edgespec.core.sampling_cuts import SamplingCuts, cuts_on
 from edgespec.errors import UserInputError, did_you_mean
 from edgespec.metrics.formatting import plain
 from edgespec.sim.setup.build import check_buildable
@@ -126,18 +127,18 @@ def say_profile_ranges(scenario: Scenario) -> None:
             print(f"edgespec sim: {warning}", file=sys.stderr)
 
 
-def trace_temperature_warnings(scenario: Scenario) -> list[str]:
+def trace_sampling_warnings(scenario: Scenario) -> list[str]:
     """One line per replayed trace (``acceptance.kind: trace``: the workload's trace, the
-    pool's traces) captured at another temperature than ``scenario.temperature``: its
-    rounds accept as the capture's did, greedy or sampled (``edgespec trace
-    --temperature``). The bundled traces, greedy captures, are one line, and read only
-    when the scenario samples and some request draws from them."""
+    pool's traces) captured otherwise than the scenario samples (its temperature and, when
+    it samples, its cuts): its rounds accept as the capture's did, greedy or sampled
+    (``edgespec trace --temperature``). The bundled traces, greedy captures, are one line,
+    and read only when the scenario samples and some request draws from them."""
     from edgespec.sim.setup.sources import pool_traces
     from edgespec.sim.setup.workload import load_trace, resolve_trace
 
     if scenario.acceptance.kind != "trace":
         return []
-    wanted = scenario.temperature
+    wanted = _sampling(scenario.temperature, scenario.cuts)
     sources: list[tuple[str, Sequence[TraceEntry]]] = []
     pooled = True  # some request draws from the pool
     if scenario.workload.kind == "trace" and scenario.workload.trace is not None:
@@ -149,30 +150,48 @@ def trace_temperature_warnings(scenario: Scenario) -> list[str]:
         sources += [
             (f"{w} ({n})", e) for (w, e), n in zip(pool_traces(scenario), names, strict=True)
         ]
-    elif wanted > 0 and pooled:
+    elif scenario.temperature > 0 and pooled:
         bundled = [e for _, entries in pool_traces(scenario) for e in entries]
         sources.append(("the bundled acceptance traces (edgespec/data/traces/)", bundled))
     said = []
     for what, entries in sources:
-        other = [e.temperature for e in entries if e.acceptance_seq and e.temperature != wanted]
-        if other:
+        captured = (_sampling(e.temperature, e.cuts) for e in entries if e.acceptance_seq)
+        other = next((c for c in captured if c != wanted), None)
+        if other is not None:
             said.append(
-                f"warning: {what}: captured {_sampling(other[0])}, replayed "
-                f"{_sampling(wanted)}: its rounds accept as the capture's did (edgespec trace "
-                f"--temperature {plain(wanted)} captures at the scenario's)"
+                f"warning: {what}: captured {_described(other)}, replayed "
+                f"{_described(wanted)}: its rounds accept as the capture's did (edgespec "
+                f"trace {_trace_flags(wanted)} captures as the scenario samples)"
             )
     return said
 
 
-def _sampling(temperature: float) -> str:
-    return "greedy" if temperature == 0 else f"at temperature {plain(temperature)}"
+def _sampling(temperature: float, cuts: SamplingCuts) -> tuple[float, SamplingCuts]:
+    """How a run samples: its temperature and, unless greedy, its cuts."""
+    return temperature, cuts if temperature > 0 else SamplingCuts()
 
 
-def say_trace_temperatures(scenario: Scenario) -> None:
-    """Say :func:`trace_temperature_warnings` on stderr, before the run; a trace that cannot
-    be read is left to the run, which refuses it at its field."""
+def _described(sampling: tuple[float, SamplingCuts]) -> str:
+    temperature, cuts = sampling
+    if temperature == 0:
+        return "greedy"
+    described = cuts.described()
+    return f"at temperature {plain(temperature)}" + (f" with {described}" if described else "")
+
+
+def _trace_flags(sampling: tuple[float, SamplingCuts]) -> str:
+    temperature, cuts = sampling
+    flags = [f"--temperature {plain(temperature)}"]
+    values = {"top_k": cuts.top_k, "top_p": cuts.top_p, "min_p": cuts.min_p}
+    on = cuts_on(cuts.top_p, cuts.top_k, cuts.min_p)
+    return " ".join(flags + [f"--{n.replace('_', '-')} {plain(values[n])}" for n in on])
+
+
+def say_trace_sampling(scenario: Scenario) -> None:
+    """Say :func:`trace_sampling_warnings` on stderr, before the run; a trace that cannot be
+    read is left to the run, which refuses it at its field."""
     try:
-        lines = trace_temperature_warnings(scenario)
+        lines = trace_sampling_warnings(scenario)
     except ConfigError:
         return
     for line in lines:

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.sim.commands.checks import (
         check_added_entries,
         say_profile_ranges,
-        say_trace_temperatures,
+        say_trace_sampling,
     )
     from edgespec.sim.run_folder import claim_run_folder, made_run_folder
     from edgespec.sim.setup.scenario import read_scenario_file, scenario_from_dict
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         scenario = scenario_from_dict(data)  # validate once, before any run
         check_added_entries(file.data, overrides, scenario)  # a misspelt link or class
     say_profile_ranges(scenario)  # a server's profile used beyond what it measured
-    say_trace_temperatures(scenario)  # a trace replayed at another temperature than its own
+    say_trace_sampling(scenario)  # a trace replayed otherwise than it was captured
     out = claim_run_folder(args.out, scenario.name, args.overwrite, time.strftime("%Y%m%d-%H%M%S"))
     probed = [] if args.capacity is None else [f"{args.capacity}="]  # the key probes set
     varied = [*overrides, *(args.sweep or ()), *probed]

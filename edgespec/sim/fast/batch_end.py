@@ -99,7 +99,7 @@ def _verdicts(state: SimState, tables: list[DeviceConstants], gamma_static: int 
     the hot path of ``edgespec bench sim``. It returns the tokens the batch committed."""
     accepted = state.acceptance.accepted
     push = state.q.raw_push()
-    probs_wire = state.probs_wire
+    draft_rows = state.draft_rows
     window = state.window
     key_base = KEY_BASE if gamma_static is None else gamma_static + 1
     listed = state.due.listed
@@ -140,7 +140,7 @@ def _verdicts(state: SimState, tables: list[DeviceConstants], gamma_static: int 
             try:
                 down = down_base[num_acc + 1]
             except IndexError:  # a policy's first window was longer than the tables
-                grow(constants, dev, probs_wire, num_acc)
+                grow(constants, dev, draft_rows, num_acc)
                 down = down_base[num_acc + 1]
             up_jitter = None
             if neg_jitter_s < 0:  # jitter_s > 0
@@ -202,7 +202,7 @@ def _verdicts(state: SimState, tables: list[DeviceConstants], gamma_static: int 
             try:
                 up = up_base[gamma]
             except IndexError:  # a policy's window longer than any before
-                grow(constants, dev, probs_wire, gamma)
+                grow(constants, dev, draft_rows, gamma)
                 up = up_base[gamma]
             if up_jitter is not None:
                 up += up_jitter

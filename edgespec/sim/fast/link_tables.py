@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from edgespec.core.link_delay import DraftProbsWire
+from edgespec.core.link_delay import DraftRows
 from edgespec.sim.model.entities import DeviceState
 from edgespec.sim.model.network import HEADER_BYTES, TOKEN_ID_BYTES, uplink_bytes
 from edgespec.sim.state import SimState
@@ -33,7 +33,7 @@ class DeviceConstants(NamedTuple):
 
 
 def grow(
-    tables: DeviceConstants, dev: DeviceState, probs_wire: DraftProbsWire | None, gamma: int
+    tables: DeviceConstants, dev: DeviceState, draft_rows: DraftRows | None, gamma: int
 ) -> None:
     """Extend the latency tables to windows up to ``gamma``: the downlink latency by
     committed count and the uplink latency by γ, without jitter and loss
@@ -46,13 +46,13 @@ def grow(
         for c in range(len(down_base), gamma + 2)
     )
     up_base.extend(
-        0.5 * rtt + uplink_bytes(g, 0, dev.vocab_size, probs_wire) / up_bw
+        0.5 * rtt + uplink_bytes(g, 0, dev.vocab_size, draft_rows) / up_bw
         for g in range(len(up_base), gamma + 1)
     )
 
 
 def device_constants(
-    dev: DeviceState, gamma_max: int, probs_wire: DraftProbsWire | None
+    dev: DeviceState, gamma_max: int, draft_rows: DraftRows | None
 ) -> DeviceConstants:
     """The latency tables (:func:`grow`), a draft-time memo, and the link's negated
     jitter, loss rate and retransmission timeout."""
@@ -60,7 +60,7 @@ def device_constants(
     memo: dict[int, float] = {}  # decode_steps_s by context * key base + γ
     neg_jitter_s = -link.jitter_s  # `-j * x` is `(-j) * x`: the same float
     tables = DeviceConstants([], [], memo, neg_jitter_s, link.loss_rate, link.retransmit_timeout_s)
-    grow(tables, dev, probs_wire, gamma_max)
+    grow(tables, dev, draft_rows, gamma_max)
     return tables
 
 
@@ -73,6 +73,6 @@ def per_device(state: SimState, gamma_max: int) -> list[DeviceConstants]:
         assert dev.device_id == i, "devices are indexed by id"
         key = (id(dev.link), dev.vocab_size, id(dev.draft_cost))
         if key not in shared:
-            shared[key] = device_constants(dev, gamma_max, state.probs_wire)
+            shared[key] = device_constants(dev, gamma_max, state.draft_rows)
         found.append(shared[key])
     return found

@@ -136,7 +136,7 @@ class InboundLoop(InlinedLoop):
 
     def send_block(self, s: Session, ready_s: float) -> None:
         state = self.state
-        up = s.block.uplink_s(s, s.num_rounds == 0, state.probs_wire)
+        up = s.block.uplink_s(s, s.num_rounds == 0, state.draft_rows)
         inbound.send(state, ready_s + up, s)
 
     def dispatch(self, t: float, server: ServerState) -> None:

@@ -162,7 +162,7 @@ class DeviceLoop:
         if s.fused:
             self.fused_runs.send(s, ready_s)
             return
-        up = s.block.uplink_s(s, s.num_rounds == 0, self.state.probs_wire)
+        up = s.block.uplink_s(s, s.num_rounds == 0, self.state.draft_rows)
         self.q.push(ready_s + up, ARRIVE, s.device.device_id, s)
 
     def resume_round(self, s: Session, t: float, decided: WindowDecision | None = None) -> None:

@@ -15,7 +15,7 @@ from edgespec.core.types import PendingVerification, Request, RequestRecord
 from edgespec.hardware.cost_models import CostModel
 from edgespec.policies.inputs import WindowHistory
 from edgespec.policies.interfaces import WindowDecision
-from edgespec.sim.model.network import DraftProbsWire, Link
+from edgespec.sim.model.network import DraftRows, Link
 from edgespec.sim.model.rng import UniformStream
 from edgespec.sim.model.semantic import DeviceSemantics
 
@@ -37,7 +37,7 @@ class Block(Protocol):
         ``s.passes``, ``s.pre_accepted``); return the drafting time."""
         ...
 
-    def uplink_s(self, s: Session, first: bool, probs_wire: DraftProbsWire | None) -> float:
+    def uplink_s(self, s: Session, first: bool, draft_rows: DraftRows | None) -> float:
         """The drafted block's uplink latency, drawn from the device's stream and added to
         ``s.round_up_s`` and ``s.network_s``."""
         ...

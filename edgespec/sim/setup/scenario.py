@@ -29,6 +29,12 @@ from edgespec.config import (
 from edgespec.config.file_paths import anchored
 from edgespec.config.scenario_files import default_scenario_path, scenario_path
 from edgespec.core.link_delay import DraftProbsWire
+from edgespec.core.sampling_cuts import (
+    SamplingCuts,
+    min_p_problem,
+    top_k_problem,
+    top_p_problem,
+)
 from edgespec.core.wireless import WirelessCell
 from edgespec.policies.registry import KINDS
 from edgespec.policies.slo import DeadlineRule, token_speed_target_problem
@@ -114,6 +120,13 @@ class Scenario:
     draft_probs: DraftProbsWire = "dense"
     """How a sampled round's draft distributions travel (``temperature`` > 0):
     :data:`~edgespec.core.link_delay.DraftProbsWire`."""
+    top_k: int = 0
+    top_p: float = 1.0
+    min_p: float = 0.0
+    """The cuts the fleet samples with (``edgespec draft``'s ``--top-k``, ``--top-p``,
+    ``--min-p``; each off by default), read when ``temperature`` > 0: ``top_k`` bounds a
+    compact row's entries (:class:`~edgespec.core.link_delay.DraftRows`), and a replayed
+    trace captured with other cuts is warned of (``edgespec sim``)."""
     slo_classes: Mapping[str, float | None] = field(
         default_factory=lambda: frozen_mapping({"default": None})
     )
@@ -135,6 +148,11 @@ class Scenario:
     record_rounds: bool = False
     fast_path: bool = True
 
+    @property
+    def cuts(self) -> SamplingCuts:
+        """``top_k``, ``top_p`` and ``min_p``."""
+        return SamplingCuts(self.top_k, self.top_p, self.min_p)
+
     def validate(self) -> None:
         check_run_name(self.name)
         _positive("duration_s", self.duration_s)
@@ -150,6 +168,7 @@ class Scenario:
                 f"needs fused_rounds: cloud_only, got fused_rounds: {self.fused_rounds}",
             )
         _non_negative("temperature", self.temperature)
+        _validate_cuts(self)
         for cls, target in self.slo_classes.items():
             if (problem := token_speed_target_problem(target)) is not None:
                 raise ConfigError(f"slo_classes.{cls}", problem)
@@ -162,6 +181,15 @@ class Scenario:
         if self.mode == "centralized":  # what it leaves unused
             check_centralized_fields(self.fused_rounds, self.dsdsim_compat)
         plan_cells(self)  # the cell rules (pinned device pools)
+
+
+def _validate_cuts(scenario: Scenario) -> None:
+    problems = (("top_k", top_k_problem(scenario.top_k)),
+                ("top_p", top_p_problem(scenario.top_p)),
+                ("min_p", min_p_problem(scenario.min_p)))  # fmt: skip
+    for name, problem in problems:
+        if problem is not None:
+            raise ConfigError(name, problem)
 
 
 def _validate_link(where: str, link: LinkConfig) -> None:

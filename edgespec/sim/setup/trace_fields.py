@@ -10,10 +10,16 @@ field (``arrival_ms`` and ``arrivaltime_ms``) are refused too: one of them was i
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from edgespec.config import RecordError, as_written
+from edgespec.core.sampling_cuts import (
+    SamplingCuts,
+    min_p_problem,
+    top_k_problem,
+    top_p_problem,
+)
 from edgespec.errors import did_you_mean
 
 ARRIVAL_KEYS = ("arrival_ms", "arrivaltime_ms", "arrival_time_ms")
@@ -35,6 +41,10 @@ SPELLINGS: Mapping[str, tuple[str, ...]] = {
 }
 """What a field says → its spellings (one record gives at most one of them)."""
 
+SAMPLING_CUTS = ("top_k", "top_p", "min_p")
+"""A sampled capture's cuts, written when they cut
+(:func:`~edgespec.core.sampling_cuts.cuts_on`)."""
+
 READ_KEYS = (
     *ARRIVAL_KEYS,
     *PROMPT_KEYS,
@@ -45,13 +55,17 @@ READ_KEYS = (
     "slo_class",
     "acceptance_seq",
     "temperature",
+    "top_k",
+    "top_p",
+    "min_p",
     "draft_tree",
     "rounds",
     "draft_features",
     "rejection_features",
 )
 """The fields the simulator reads (``rounds``: a token-tree trace's, under ``draft_tree``;
-``temperature``: the capture's, which ``edgespec sim`` compares with the scenario's)."""
+``temperature`` and the cuts: the capture's, which ``edgespec sim`` compares with the
+scenario's)."""
 
 RECORDED_KEYS = (
     "dataset",
@@ -63,9 +77,6 @@ RECORDED_KEYS = (
     "assisted_ms",
     "lossless",
     "acceptance_prob",
-    "top_k",
-    "top_p",
-    "min_p",
 )
 """The fields ``edgespec trace`` writes that the simulator does not read (docs/LEARN.md,
 "Trace format"; a sampled trace's ``acceptance_seq`` holds what its rounds drew, and the
@@ -139,3 +150,30 @@ def temperature_value(raw: Any, where: str) -> float:
     if not ok or not 0 <= raw < math.inf:
         raise RecordError(where, f"expected a number >= 0, got {as_written(raw)}", "temperature")
     return float(raw)
+
+
+def cuts_value(obj: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A sampled capture's cuts as given (absent: off), each in the range
+    :class:`~edgespec.core.types.SamplingParams` takes, else a RecordError naming the line
+    and the cut."""
+    given = {name: obj[name] for name in SAMPLING_CUTS if name in obj}
+    for name, value in given.items():
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number:
+            raise RecordError(where, f"expected a number, got {as_written(value)}", name)
+        if (problem := _CUT_PROBLEMS[name](value)) is not None:
+            raise RecordError(where, problem, name)
+    return given
+
+
+_CUT_PROBLEMS: Mapping[str, Callable[[Any], str | None]] = {
+    "top_k": top_k_problem,
+    "top_p": top_p_problem,
+    "min_p": min_p_problem,
+}
+
+
+def sampling_cuts(record: Mapping[str, Any], where: str) -> SamplingCuts:
+    """A trace line's cuts (:func:`cuts_value`) as :class:`SamplingCuts`."""
+    given = cuts_value(record, where)
+    return SamplingCuts(given.get("top_k", 0), given.get("top_p", 1.0), given.get("min_p", 0.0))

@@ -30,6 +30,7 @@ import numpy as np
 from edgespec.config import ConfigError, ConfigFileError, RecordError, as_written, read_jsonl
 from edgespec.config.overrides import shown
 from edgespec.core.features import FeatureRows, parse_feature_rows, parse_rejection_rows
+from edgespec.core.sampling_cuts import SamplingCuts
 from edgespec.core.tree import parse_branching
 from edgespec.errors import did_you_mean
 from edgespec.sim.setup.trace_fields import (
@@ -40,6 +41,7 @@ from edgespec.sim.setup.trace_fields import (
     acceptance_values,
     check_trace_fields,
     given_value,
+    sampling_cuts,
     temperature_value,
 )
 
@@ -57,6 +59,8 @@ class TraceEntry:
     acceptance_seq: tuple[int, ...] | None = None
     temperature: float = 0.0
     """The temperature its capture sampled at (0: greedy, or not recorded)."""
+    cuts: SamplingCuts = field(default_factory=SamplingCuts)
+    """The cuts its capture sampled with (none: not recorded)."""
     tree_rounds: tuple[tuple[int, int], ...] | None = None
     """A token-tree trace's rounds as captured: (nodes sent, draft tokens accepted)."""
     tree_depth: int = 0
@@ -139,6 +143,7 @@ def parse_trace_record(record: Any, where: str, line_id: str | None = None) -> T
         slo_class=str(slo) if slo is not None else None,
         acceptance_seq=seq,
         temperature=temperature_value(record.get("temperature", 0.0), where),
+        cuts=sampling_cuts(record, where),
         tree_rounds=tree_rounds,
         tree_depth=depth,
         draft_features=features,

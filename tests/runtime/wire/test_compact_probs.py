@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from edgespec.core.link_delay import draft_probs_row_bytes
+from edgespec.core.link_delay import DraftRows, draft_probs_row_bytes
 from edgespec.core.wire_limits import DRAFT_SUPPORT_MAX_TOKENS
 from edgespec.runtime.compact_probs import CompactProbs
 from edgespec.runtime.errors import ErrorCode
@@ -61,7 +61,7 @@ def test_the_compact_rows_cost_at_most_what_the_link_model_charges(scale: float)
     tokens, probs = _sampled_block(4, scale)
     with_q = len(call_to_proto(VerifyCall("s", 9, tokens, probs)).SerializeToString())
     without = len(call_to_proto(VerifyCall("s", 9, tokens, None)).SerializeToString())
-    charged = 4 * draft_probs_row_bytes(GEMMA_VOCAB, "compact")
+    charged = 4 * draft_probs_row_bytes(GEMMA_VOCAB, DraftRows("compact"))
     framing = 3 * (1 + 3)  # three packed fields: a tag and a length varint each
     assert with_q - without <= charged + framing
     if (np.count_nonzero(probs, axis=1) == DRAFT_SUPPORT_MAX_TOKENS).all():

@@ -146,7 +146,11 @@ def test_settings_a_round_cannot_sleep_are_refused(kwargs: dict[str, Any], messa
 
 
 def test_formulas_match_the_simulators_link() -> None:
-    for args in [(3, 0, 100, None), (4, 12, 100, "dense", 7), (5, 0, 50, None, 0, True)]:
+    for args in [
+        (3, 0, 100, None),
+        (4, 12, 100, link_delay.DraftRows("dense"), 7),
+        (5, 0, 50, None, 0, True),
+    ]:
         assert link_delay.uplink_bytes(*args) == network.uplink_bytes(*args)  # type: ignore[arg-type]
     for committed in (0, 1, 9):
         assert link_delay.downlink_bytes(committed) == network.downlink_bytes(committed)

@@ -13,7 +13,7 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.config import load_config
-from edgespec.core.link_delay import compact_row_bytes, draft_probs_row_bytes
+from edgespec.core.link_delay import DraftRows, compact_row_bytes, draft_probs_row_bytes
 from edgespec.runtime.commands.link_arguments import link_overrides
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.messages import VerifyCall
@@ -63,7 +63,9 @@ def test_a_sampled_262k_block_held_compact_counts_as_gRPC_sends_it() -> None:
         VerifyCall("s", 9, tuple(tokens), dense_q), "compact"
     ) == expected  # fmt: skip
     assert counts[0] == 1024 and min(counts) < 1024  # the cap, then fewer
-    assert expected < 64 + 16 + 4 * draft_probs_row_bytes(vocab, "compact")  # the sim's bound
+    assert expected < 64 + 16 + 4 * draft_probs_row_bytes(
+        vocab, DraftRows("compact")
+    )  # the sim's bound
 
 
 def test_the_flag_and_the_config_field_choose_it(tmp_path: Path) -> None:

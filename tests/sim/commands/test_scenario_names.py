@@ -101,9 +101,9 @@ def scenario_file(tmp_path: Path) -> Path:
 
 KNOWN = (
     "['acceptance', 'auto_topology', 'cloud_only_draft_pass', 'deadline_rule', 'draft_probs', "
-    "'dsdsim_compat', 'duration_s', 'fast_path', 'fused_rounds', 'links', "
+    "'dsdsim_compat', 'duration_s', 'fast_path', 'fused_rounds', 'links', 'min_p', "
     "'mode', 'name', 'policies', 'record_rounds', 'seed', 'slo_classes', 'stop_predictor', "
-    "'system', 'temperature', 'verification', 'workload']"
+    "'system', 'temperature', 'top_k', 'top_p', 'verification', 'workload']"
 )
 
 

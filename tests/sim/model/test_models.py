@@ -23,7 +23,7 @@ from edgespec.hardware.cost_models import (
 from edgespec.policies.estimator import zhu_batch_flops
 from edgespec.sim.kernel import EventQueue
 from edgespec.sim.model.acceptance import DecayAcceptance, IidAcceptance, TraceAcceptance
-from edgespec.sim.model.network import Link, downlink_bytes, uplink_bytes
+from edgespec.sim.model.network import DraftRows, Link, downlink_bytes, uplink_bytes
 from edgespec.sim.model.rng import UniformStream
 
 
@@ -237,7 +237,7 @@ def test_link_latency_exact_and_with_loss() -> None:
     assert link.latency_s(uplink_bytes(4, 10, 32000, None), _stream()) == pytest.approx(
         0.01 + (64 + 4 * 14) / 1e6
     )
-    assert uplink_bytes(4, 0, 32000, "dense") == 64 + 16 + 2 * 4 * 32000
+    assert uplink_bytes(4, 0, 32000, DraftRows("dense")) == 64 + 16 + 2 * 4 * 32000
     assert downlink_bytes(3) == 64 + 16
     lossy = Link(0.02, 0.0, 1e9, 0.5, 0.2)
     rng = _stream(2)

@@ -63,6 +63,7 @@ def test_a_file_that_is_no_scenario_is_refused_at_its_first_unknown_key(
         f"edgespec sim: {file}:3: config field 'num_servers': unknown field; known: "
         "['acceptance', 'auto_topology', 'cloud_only_draft_pass', 'deadline_rule', "
         "'draft_probs', 'dsdsim_compat', 'duration_s', 'fast_path', 'fused_rounds', 'links', "
-        "'mode', 'name', 'policies', 'record_rounds', 'seed', 'slo_classes', 'stop_predictor', "
-        "'system', 'temperature', 'verification', 'workload']\n"
+        "'min_p', 'mode', 'name', 'policies', 'record_rounds', 'seed', 'slo_classes', "
+        "'stop_predictor', 'system', 'temperature', 'top_k', 'top_p', 'verification', "
+        "'workload']\n"
     )

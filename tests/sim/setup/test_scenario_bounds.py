@@ -21,6 +21,10 @@ _LOSS_RANGE = (
         (["duration_s=0"], "'duration_s': must be a finite number > 0, got 0.0"),
         (["duration_s=.inf"], "'duration_s': must be a finite number > 0, got inf"),
         (["seed=-1"], "'seed': must be >= 0, got -1"),
+        (["top_k=-1"], "'top_k': must be a whole number in [0, 2**32) (0: every token), got -1"),
+        (["top_p=0"], "'top_p': must be in (0, 1], got 0.0"),
+        (["top_p=1.01"], "'top_p': must be in (0, 1], got 1.01"),
+        (["min_p=1.5"], "'min_p': must be in [0, 1] (0: no cut), got 1.5"),
         (
             ["slo_classes.slow=0"],
             "'slo_classes.slow': must be a finite number > 0 or null, got 0.0",
@@ -105,8 +109,12 @@ def test_the_last_value_in_range_is_accepted() -> None:
         "workload.output_tokens=[1, 1, 1, 1]",
         "workload.max_output_tokens=1",
         "slo_classes.slow=1e-6",
+        "top_p=1",
+        "min_p=1",
+        "top_k=4294967295",
     ]
     scenario = scenario_from_dict(tiny_scenario(), overrides)
+    assert (scenario.top_p, scenario.min_p, scenario.top_k) == (1.0, 1.0, 2**32 - 1)
     assert scenario.slo_classes["slow"] == 1e-6
     assert scenario.workload.ramp_s == 0.0 and scenario.acceptance.alpha == 0.0
     assert scenario.workload.prompt_tokens == (0, 1, 2, 3)
