@@ -24,8 +24,11 @@ PROMPTS = [(3, 4, 5), (9, 8, 7, 6, 5, 4), (11,), (20, 21), (30, 31, 32), (40,), 
 @pytest.fixture
 def grouping_server(target: TransformersTarget) -> Iterator[ServerThread]:
     """A server of its own (its pass count is this test's); a group waits up to 30 s for
-    its calls, so a loaded machine cannot split a batch: every one completes its group."""
-    running = start_server(target, group_wait_s=30.0)
+    its calls, so a loaded machine cannot split a batch: every one completes its group. A
+    pass takes at most one batch's 4 calls: pipelined, a loaded machine may otherwise find
+    two released groups queued at once and verify both in one pass of 8 (a fine pass, but
+    not the one-to-one this test counts)."""
+    running = start_server(target, group_wait_s=30.0, max_batch_size=4)
     yield running
     running.stop(grace_s=0)
 
