@@ -56,6 +56,10 @@ TINY_FAMILIES: dict[str, list[str]] = {
     "sampled/dense": ["temperature=0.8"],
     "sampled/compact": ["temperature=0.8", "draft_probs=compact"],
     "sampled/compact-top-k": ["temperature=0.8", "draft_probs=compact", "top_k=40"],
+    "sampled/redrawn": [
+        "temperature=0.8",
+        "acceptance={kind: trace, traces: [SAMPLED], sampled_draws: redrawn}",
+    ],
     **{f"semantic/{k}": v for k, v in SEMANTIC_CASES.items()},
     "padded/fcfs": ["auto_topology.servers.0.batch_pricing=padded"],
     "padded/lab-dynamic": [
@@ -163,7 +167,10 @@ def test_every_handler_set_gives_the_reference_records(
     monkeypatch.setitem(registry.WINDOW, "switching", _Switching)
     monkeypatch.setitem(registry.WINDOW, "depth", _DepthWindow)
     trace = Path(__file__).with_name("acceptance_trace.jsonl")
-    overrides = [o.replace("TRACE", str(trace)) for o in FAMILIES[family]]
+    sampled = Path(__file__).with_name("sampled_acceptance_trace.jsonl")  # with α
+    overrides = [
+        o.replace("TRACE", str(trace)).replace("SAMPLED", str(sampled)) for o in FAMILIES[family]
+    ]
     overrides.append(f"record_rounds={rounds}".lower())
     _check_against_reference(tiny_scenario(), overrides, name, key=(family, rounds))
 

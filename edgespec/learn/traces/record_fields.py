@@ -11,6 +11,7 @@ from edgespec.config import RecordError, as_written
 from edgespec.core.sampling_cuts import cuts_on
 from edgespec.sim.setup.trace_fields import SAMPLING_CUTS as SAMPLING_CUTS
 from edgespec.sim.setup.trace_fields import cuts_value as cuts_value
+from edgespec.sim.setup.trace_fields import probabilities_value as probabilities_value
 
 T = TypeVar("T")
 
@@ -37,19 +38,6 @@ def features_value(
         return None if raw is None else parse(raw)
     except ValueError as exc:
         raise RecordError(where, f"{exc} (request {request_id})", key) from exc
-
-
-def probabilities_value(obj: dict[str, Any], where: str) -> tuple[float, ...] | None:
-    """``acceptance_prob``: numbers in [0, 1] (``None`` when absent)."""
-    raw = obj.get("acceptance_prob")
-    if raw is None:
-        return None
-    ok = isinstance(raw, list) and all(
-        isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1 for v in raw
-    )
-    if not ok:
-        raise RecordError(where, "must be a list of numbers in [0, 1]", "acceptance_prob")
-    return tuple(float(v) for v in raw)
 
 
 def written_cuts(top_p: float, top_k: int, min_p: float) -> dict[str, Any]:

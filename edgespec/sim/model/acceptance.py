@@ -9,6 +9,8 @@ output tokens when the round was drafted, so the drafted tokens sit at output po
   target's own prefix) matches the target. Under greedy decoding this is a property of
   the position alone, so replay is exact for any γ: a round accepts the run of 1s that
   starts at ``position``, capped at γ. Sequences shorter than the output wrap around.
+  A sampled capture's pool sequences may be redrawn per request from their α
+  (:func:`redrawn_sequence`, ``acceptance.sampled_draws: redrawn``).
 * :class:`IidAcceptance` — each drafted token accepted independently with probability α.
 * :class:`DecayAcceptance` — per-position conditional rates: the k-th drafted token of a
   round is accepted with probability ``rates[k]`` given all before it were (the last
@@ -21,7 +23,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+
 from edgespec.sim.model.rng import UniformStream
+
+REDRAW_STREAM = 0x5A3D
+"""Names the random streams of redrawn outcomes (:func:`redrawn_sequence`), apart from the
+run's other draws: a redraw changes no arrival, routing or link draw."""
+
+
+def redrawn_sequence(alphas: Sequence[float], *key: int) -> tuple[int, ...]:
+    """An acceptance sequence whose position i is 1 with probability ``alphas[i]``,
+    independently, from the stream ``key`` names (with :data:`REDRAW_STREAM`)."""
+    uniforms = np.random.default_rng([REDRAW_STREAM, *key]).random(len(alphas))
+    return tuple(int(u < a) for u, a in zip(uniforms, alphas, strict=True))
 
 
 class AcceptanceModel(Protocol):
@@ -42,11 +57,23 @@ class TraceAcceptance:
     pool: tuple[tuple[int, ...], ...] = ()
     pool_features: tuple[tuple[tuple[float, ...], ...] | None, ...] = ()
     pool_rejections: tuple[Mapping[int, tuple[tuple[float, ...], ...]] | None, ...] = ()
+    pool_alphas: tuple[tuple[float, ...] | None, ...] = ()
+    """Each pool sequence's α per position (``None``: a greedy capture's); read only with
+    ``redraw_seed``."""
+    redraw_seed: int | None = None
+    """Set (the run's seed): a request drawing a sequence that has an α gets one redrawn
+    from it (:func:`redrawn_sequence`, keyed by the seed and the request's index), not the
+    captured one."""
 
     def seq_for(self, request_index: int) -> tuple[int, ...]:
         if not self.pool:
             raise ValueError("trace acceptance: request has no acceptance_seq and no pool")
-        return self.pool[request_index % len(self.pool)]
+        k = request_index % len(self.pool)
+        alphas = self.pool_alphas[k] if self.redraw_seed is not None else None
+        if alphas is None:
+            return self.pool[k]
+        assert self.redraw_seed is not None
+        return redrawn_sequence(alphas, self.redraw_seed, 1, request_index)
 
     def accepted(
         self, seq: Sequence[int] | None, position: int, gamma: int, rng: UniformStream

@@ -101,6 +101,11 @@ class AcceptanceConfig:
     alpha: float = 0.7
     rates: tuple[float, ...] = (0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45)
     traces: tuple[str, ...] = ()
+    sampled_draws: Literal["captured", "redrawn"] = "captured"
+    """A sampled trace's outcomes (one with ``acceptance_prob``): ``captured``, what its
+    rounds drew, the same at every seed; ``redrawn``, each request's own draw, position i
+    accepted with its α, from the run's seed
+    (:func:`edgespec.sim.model.acceptance.redrawn_sequence`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +181,12 @@ class Scenario:
             _validate_link(f"links.{name}", link)
         validate_topology(self.auto_topology, self.links, self.slo_classes)
         _validate_acceptance(self.acceptance)
+        if self.acceptance.sampled_draws == "redrawn" and self.stop_predictor is not None:
+            raise ConfigError(
+                "acceptance.sampled_draws",
+                "redrawn outcomes leave the draft_features a stop predictor replays, which "
+                "follow the captured ones; keep captured (the default) with stop_predictor",
+            )
         validate_workload(self.workload, self.duration_s)
         _validate_verification(self)
         if self.mode == "centralized":  # what it leaves unused
@@ -200,7 +211,12 @@ def _validate_link(where: str, link: LinkConfig) -> None:
         raise ConfigError(f"{where}.loss_rate", problem)
 
 
-ACCEPTANCE_FIELD_KINDS = {"alpha": ("iid",), "rates": ("decay",), "traces": ("trace",)}
+ACCEPTANCE_FIELD_KINDS = {
+    "alpha": ("iid",),
+    "rates": ("decay",),
+    "traces": ("trace",),
+    "sampled_draws": ("trace",),
+}
 """The acceptance kind that uses each field; under another it must keep its default."""
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from edgespec.config import ConfigError
 from edgespec.config.overrides import shown
@@ -18,6 +18,7 @@ from edgespec.sim.model.acceptance import (
     DecayAcceptance,
     IidAcceptance,
     TraceAcceptance,
+    redrawn_sequence,
 )
 from edgespec.sim.model.stop_model import ReplayFeatures
 from edgespec.sim.setup.scenario import Scenario
@@ -54,7 +55,7 @@ def load_workload_trace(scenario: Scenario) -> tuple[TraceEntry, ...]:
             f"({plain(duration_s, 6)} s), the first at {plain(first_s * 1000, 6)} ms "
             f"({plain(first_s, 6)} s); a trace's {' / '.join(ARRIVAL_KEYS)} is in milliseconds",
         )
-    return entries
+    return redrawn(scenario, entries)
 
 
 def record_name(entry: TraceEntry) -> str:
@@ -122,7 +123,9 @@ def load_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> A
     pool: list[tuple[int, ...]] = []
     features: list[tuple[tuple[float, ...], ...] | None] = []
     rejections: list[Mapping[int, tuple[tuple[float, ...], ...]] | None] = []
+    alphas: list[tuple[float, ...] | None] = []
     for _, kept in pool_traces(scenario):
+        alphas += [e.acceptance_prob for e in kept]
         pool.extend(e.acceptance_seq for e in kept if e.acceptance_seq)
         features.extend(e.draft_features for e in kept)
         rejections.extend(e.rejection_features for e in kept)
@@ -134,7 +137,16 @@ def load_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> A
             "trace acceptance needs acceptance_seq: none in the workload, none given here, "
             "and none bundled in edgespec/data/traces/",
         )
-    return TraceAcceptance(tuple(pool), tuple(features), tuple(rejections))
+    pooled = not trace or any(e.acceptance_seq is None for e in trace)  # some draw from it
+    replayed = [e.acceptance_prob for e in trace if e.acceptance_seq] + (alphas if pooled else [])
+    if acc.sampled_draws == "redrawn" and all(a is None for a in replayed):
+        raise ConfigError(
+            "acceptance.sampled_draws",
+            "redrawn draws each position from its acceptance_prob, and no replayed trace "
+            "has one (a sampled capture's: edgespec trace --temperature T)",
+        )
+    seed = scenario.seed if acc.sampled_draws == "redrawn" else None
+    return TraceAcceptance(tuple(pool), tuple(features), tuple(rejections), tuple(alphas), seed)
 
 
 def pool_traces(scenario: Scenario) -> Iterator[tuple[str, tuple[TraceEntry, ...]]]:
@@ -233,3 +245,19 @@ def check_replayable(
             if entry.draft_features is None:
                 said += f"{where} {record_name(entry)} has none"
                 raise ConfigError("stop_predictor", said + STOP_REMEDY)
+
+
+def redrawn(scenario: Scenario, entries: tuple[TraceEntry, ...]) -> tuple[TraceEntry, ...]:
+    """The workload trace's ``entries`` as ``acceptance.sampled_draws`` replays them: as
+    captured, or, ``redrawn``, each entry that has an ``acceptance_prob`` given an
+    ``acceptance_seq`` drawn from it (:func:`~edgespec.sim.model.acceptance.redrawn_sequence`,
+    keyed by the run's seed and the entry's place in the trace; one without α, a greedy
+    capture, as captured)."""
+    if scenario.acceptance.kind != "trace" or scenario.acceptance.sampled_draws != "redrawn":
+        return entries
+    return tuple(
+        replace(e, acceptance_seq=redrawn_sequence(e.acceptance_prob, scenario.seed, 0, i))
+        if e.acceptance_prob is not None and e.acceptance_seq is not None
+        else e
+        for i, e in enumerate(entries)
+    )

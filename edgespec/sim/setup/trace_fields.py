@@ -58,6 +58,7 @@ READ_KEYS = (
     "top_k",
     "top_p",
     "min_p",
+    "acceptance_prob",
     "draft_tree",
     "rounds",
     "draft_features",
@@ -65,7 +66,8 @@ READ_KEYS = (
 )
 """The fields the simulator reads (``rounds``: a token-tree trace's, under ``draft_tree``;
 ``temperature`` and the cuts: the capture's, which ``edgespec sim`` compares with the
-scenario's)."""
+scenario's; ``acceptance_prob``: a sampled capture's α per position, which
+``acceptance.sampled_draws: redrawn`` draws from)."""
 
 RECORDED_KEYS = (
     "dataset",
@@ -76,7 +78,6 @@ RECORDED_KEYS = (
     "target_only_ms",
     "assisted_ms",
     "lossless",
-    "acceptance_prob",
 )
 """The fields ``edgespec trace`` writes that the simulator does not read (docs/LEARN.md,
 "Trace format"; a sampled trace's ``acceptance_seq`` holds what its rounds drew, and the
@@ -150,6 +151,19 @@ def temperature_value(raw: Any, where: str) -> float:
     if not ok or not 0 <= raw < math.inf:
         raise RecordError(where, f"expected a number >= 0, got {as_written(raw)}", "temperature")
     return float(raw)
+
+
+def probabilities_value(obj: Mapping[str, Any], where: str) -> tuple[float, ...] | None:
+    """``acceptance_prob``: numbers in [0, 1] (``None`` when absent)."""
+    raw = obj.get("acceptance_prob")
+    if raw is None:
+        return None
+    ok = isinstance(raw, list) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1 for v in raw
+    )
+    if not ok:
+        raise RecordError(where, "must be a list of numbers in [0, 1]", "acceptance_prob")
+    return tuple(float(v) for v in raw)
 
 
 def cuts_value(obj: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from edgespec.sim.setup.trace_fields import (
     acceptance_values,
     check_trace_fields,
     given_value,
+    probabilities_value,
     sampling_cuts,
     temperature_value,
 )
@@ -61,6 +62,8 @@ class TraceEntry:
     """The temperature its capture sampled at (0: greedy, or not recorded)."""
     cuts: SamplingCuts = field(default_factory=SamplingCuts)
     """The cuts its capture sampled with (none: not recorded)."""
+    acceptance_prob: tuple[float, ...] | None = None
+    """A sampled capture's α per output position (``None``: not recorded)."""
     tree_rounds: tuple[tuple[int, int], ...] | None = None
     """A token-tree trace's rounds as captured: (nodes sent, draft tokens accepted)."""
     tree_depth: int = 0
@@ -144,12 +147,22 @@ def parse_trace_record(record: Any, where: str, line_id: str | None = None) -> T
         acceptance_seq=seq,
         temperature=temperature_value(record.get("temperature", 0.0), where),
         cuts=sampling_cuts(record, where),
+        acceptance_prob=_alphas(record, output, where),
         tree_rounds=tree_rounds,
         tree_depth=depth,
         draft_features=features,
         rejection_features=after,
         where=where,
     )
+
+
+def _alphas(record: Mapping[str, Any], num_output: int, where: str) -> tuple[float, ...] | None:
+    """A sampled trace line's ``acceptance_prob``, one α per output position."""
+    alphas = probabilities_value(record, where)
+    if alphas is not None and len(alphas) != num_output:
+        message = f"has {len(alphas)} entries for {num_output} output tokens"
+        raise RecordError(where, message, "acceptance_prob")
+    return alphas
 
 
 def _features(
