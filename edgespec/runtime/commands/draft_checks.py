@@ -25,10 +25,10 @@ def check_modes(args: argparse.Namespace, config: Any, stops: bool) -> None:
         raise ConfigError("verification", f"semantic needs --mode distributed, got {args.mode}")
     if config.verification == "semantic" and args.compare:
         raise ConfigError("verification", f"{identical}; semantic is lossy")
-    if config.logprobs is not None and (args.mode != "distributed" or args.compare):
-        raise ConfigError("logprobs", "the log-probabilities come with a distributed run's "
-                          "verifications (--mode distributed, no --compare): a server-side run "
-                          "returns none")  # fmt: skip
+    if config.logprobs is not None and (args.mode == "fused" or args.compare):
+        raise ConfigError("logprobs", "the log-probabilities come with a distributed or "
+                          "centralized run's tokens (no --compare): a fused run returns "
+                          "none")  # fmt: skip
 
 
 def check_tree_depth(tree: str | None, window: Any, gamma_by_flag: bool = False) -> None:

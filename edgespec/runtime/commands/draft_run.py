@@ -133,11 +133,12 @@ class DraftRun:
                            config.slo_class)  # fmt: skip
         gamma = fused_mode_gamma(config)
         output: list[int] = []
+        logprobs: list[TokenLogprobs] = []  # --logprobs (centralized): one per output token
         if ready is not None:
             ready()
         arrival = self.clock()
         first = None
-        stream = self._stream(spec, fused, gamma)
+        stream = self._stream(spec, fused, gamma, logprobs.extend)
         with self._shown() as shown:
             try:
                 for chunk in stream:
@@ -155,16 +156,22 @@ class DraftRun:
             first if first is not None else finish, finish, len(self.prompt), len(output),
             0, 0, 0,
         )  # fmt: skip
-        return _cut(Outcome(tuple(output), request), shown)
+        outcome = _cut(Outcome(tuple(output), request, logprobs=tuple(logprobs)), shown)
+        if config.logprobs is not None:
+            print(*logprob_lines(outcome.output, outcome.logprobs, self.tokenizer), sep="\n")
+        return outcome
 
-    def _stream(self, spec: Any, fused: bool, gamma: int) -> Generator[tuple[int, ...]]:
-        """The server-side generation's chunks; until its first chunk arrives the call is
-        made again while the server is unreachable, for ``first_open_retry_s`` (after it,
-        an error ends the request: the server holds no session to resume)."""
+    def _stream(
+        self, spec: Any, fused: bool, gamma: int, on_logprobs: Callable[..., None]
+    ) -> Generator[tuple[int, ...]]:
+        """The server-side generation's chunks (their log-probabilities to ``on_logprobs``);
+        until its first chunk arrives the call is made again while the server is unreachable,
+        for ``first_open_retry_s`` (after it, an error ends the request: the server holds no
+        session to resume)."""
         from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S, retry_unavailable
 
         def start() -> tuple[tuple[int, ...] | None, Iterator[tuple[int, ...]]]:
-            stream = iter(self.verifier.generate(spec, fused=fused, gamma=gamma))
+            stream = iter(self.verifier.generate(spec, fused, gamma, on_logprobs))
             return next(stream, None), stream
 
         first, stream = retry_unavailable(start, self.clock, self.first_open_retry_s,

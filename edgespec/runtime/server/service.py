@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import TypeVar
 
+from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.core.types import BatchRecord, PendingVerification
 from edgespec.policies.interfaces import BatchingPolicy, WindowPolicy
 from edgespec.runtime.backends.base import DraftBackend
@@ -178,16 +179,25 @@ class VerificationService:
         return await scheduler.wait(pending.entry_id, future)
 
     async def generate(
-        self, spec: SessionSpec, fused: bool, gamma: int, owner: str | None = None
+        self,
+        spec: SessionSpec,
+        fused: bool,
+        gamma: int,
+        owner: str | None = None,
+        on_logprobs: Callable[[tuple[TokenLogprobs, ...]], None] | None = None,
     ) -> AsyncIterator[tuple[tuple[int, ...], bool]]:
         """Baselines, streamed as ``(committed token ids, finished)`` chunks: centralized
         (K = 0 per step, i.e. plain autoregressive decoding batched with everyone else) or
         fused (the server drafts with a static window of ``gamma`` through the drafter's
         own round loop; cloud-only, the target decodes one token per round:
-        :mod:`edgespec.runtime.server.fused_baseline`). Its chunks carry no
-        log-probabilities: a session that asks for them is refused."""
-        if spec.sampling.logprobs is not None or spec.sampling.prompt_logprobs is not None:
-            message = "Generate returns no logprobs or prompt_logprobs: verify the session instead"
+        :mod:`edgespec.runtime.server.fused_baseline`). A centralized session that asks for
+        ``logprobs`` has each chunk's given to ``on_logprobs`` before the chunk is yielded;
+        ``prompt_logprobs``, and ``logprobs`` of a fused run, are refused."""
+        if spec.sampling.prompt_logprobs is not None:
+            message = "Generate returns no prompt_logprobs: verify the session instead"
+            raise RequestError(ErrorCode.INVALID_ARGUMENT, message)
+        if fused and spec.sampling.logprobs is not None:
+            message = "a fused Generate returns no logprobs: run it centralized, or verify it"
             raise RequestError(ErrorCode.INVALID_ARGUMENT, message)
         if fused:
             limit = self.config.max_draft_tokens
@@ -204,6 +214,8 @@ class VerificationService:
                 call = VerifyCall(spec.session_id, len(tokens), ())
                 reply = await self.verify(call)
                 finished = reply.outcome.finished
+                if on_logprobs is not None and reply.outcome.logprobs:
+                    on_logprobs(reply.outcome.logprobs)
                 yield reply.outcome.committed_token_ids, finished
         finally:
             self.close_session(spec.session_id)

@@ -36,6 +36,7 @@ from edgespec.runtime.wire.fused_codec import fused_call_to_proto, fused_round_f
 from edgespec.runtime.wire.grpc_calls import answered, to_request_error
 from edgespec.runtime.wire.grpc_common import client_channel, pb_grpc
 from edgespec.runtime.wire.health_codec import health_from_proto
+from edgespec.runtime.wire.logprob_codec import logprobs_from_proto
 from edgespec.runtime.wire.stream_deadline import ChunkDeadline
 from edgespec.runtime.wire.tls_probe import SOCKET_CLOSED, plaintext_refused, speaks_tls
 
@@ -218,17 +219,21 @@ class RemoteVerifier:
         tokenizer (``None`` from servers that do not say)."""
         return self.describe().target_name
 
-    def generate(self, spec: SessionSpec, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
-        """Server-side baselines: yields committed token-id tuples as they stream in, each
-        within ``timeout_s`` of asking for it (the first and every next: a long generation
-        is not cut, a server gone silent is), else the call is cancelled and ``UNAVAILABLE``
-        raised; a stream left unfinished is cancelled on the server too."""
+    def generate(
+        self, spec: SessionSpec, fused: bool = False, gamma: int = 4, on_logprobs: Any = None
+    ) -> Iterator[Any]:
+        """Server-side baselines: yields committed token-id tuples as they stream in (their
+        log-probabilities, a centralized session's ``logprobs``, to ``on_logprobs`` first),
+        each within ``timeout_s`` of asking for it (the first and every next), else the call
+        is cancelled, ``UNAVAILABLE``; a stream left unfinished is cancelled on the server."""
         request = pb.GenerateRequest(
             session=spec_to_proto(_check_uint32s(spec)),
             mode=pb.MODE_FUSED if fused else pb.MODE_CENTRALIZED,
             gamma=gamma,
         )
         for chunk in self._chunks(lambda: self._stub.Generate(request, metadata=self._metadata)):
+            if on_logprobs and (logprobs := logprobs_from_proto(chunk, len(chunk.token_ids))):
+                on_logprobs(logprobs)
             yield tuple(chunk.token_ids)
 
     def run_fused(self, call: FusedCall) -> Iterator[FusedRound]:

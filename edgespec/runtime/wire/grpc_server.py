@@ -1,10 +1,9 @@
 """gRPC server side: :func:`start_server` wraps a :class:`VerificationService` in a
-``grpc.aio`` server (auth tokens from metadata, optional TLS, message-size limits,
-requests that do not parse answered ``INVALID_ARGUMENT`` (:mod:`.requests`),
-:class:`RequestError` sent as its gRPC status code, any other exception of a handler as
-``INTERNAL`` naming it). :class:`ServerThread` runs one on its own event loop in a
-background thread (tests, benchmarks). The client is :mod:`edgespec.runtime.wire.grpc_client`.
-"""
+``grpc.aio`` server (auth tokens from metadata, optional TLS, message-size limits, requests
+that do not parse answered ``INVALID_ARGUMENT`` (:mod:`.requests`), :class:`RequestError`
+sent as its gRPC status code, any other exception of a handler as ``INTERNAL`` naming it).
+:class:`ServerThread` runs one on its own event loop in a background thread (tests,
+benchmarks). The client is :mod:`edgespec.runtime.wire.grpc_client`."""
 
 from __future__ import annotations
 
@@ -16,6 +15,7 @@ from typing import Any
 
 import grpc
 
+from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.core.wire_limits import UINT32_LIMIT
 from edgespec.errors import UserInputError
 from edgespec.runtime.errors import ErrorCode, RequestError
@@ -34,6 +34,7 @@ from edgespec.runtime.wire.fused_codec import fused_call_from_proto, fused_round
 from edgespec.runtime.wire.grpc_common import GRPC_STATUS, message_size_options, pb_grpc
 from edgespec.runtime.wire.grpc_limits import connection_options
 from edgespec.runtime.wire.hidden_reply_size import check_hidden_reply
+from edgespec.runtime.wire.logprob_codec import logprobs_to_proto
 from edgespec.runtime.wire.ports import ensure_port_free
 from edgespec.runtime.wire.requests import decoded, generate_from_proto, lenient
 
@@ -161,9 +162,12 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
         try:
             owner = self._authenticate(context)
             spec, fused = generate_from_proto(decoded(request))
-            chunks = self._service.generate(spec, fused, request.gamma, owner)
+            given: list[TokenLogprobs] = []  # the next chunk's, given before it is yielded
+            chunks = self._service.generate(spec, fused, request.gamma, owner, given.extend)
             async for tokens, finished in chunks:
-                yield pb.GenerateChunk(token_ids=list(tokens), finished=finished)
+                chunk = pb.GenerateChunk(token_ids=tokens, finished=finished)
+                yield logprobs_to_proto(chunk, tuple(given))
+                given.clear()
         except RequestError as exc:
             await self._refuse(context, exc)
         except Exception as exc:

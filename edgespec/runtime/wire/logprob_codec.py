@@ -24,16 +24,18 @@ PROMPT: LogprobFields = ("prompt_logprobs", "num_top_prompt_logprobs", "top_prom
 
 def logprobs_to_proto(
     msg: Any, logprobs: tuple[TokenLogprobs, ...] | None, fields: LogprobFields = COMMITTED
-) -> None:
-    """Write ``logprobs`` (each with as many top pairs) into the ``VerifyResponse`` ``msg``."""
+) -> Any:
+    """Write ``logprobs`` (each with as many top pairs) into ``msg`` (a ``VerifyResponse``,
+    or a ``GenerateChunk``: the same fields); ``msg``."""
     if not logprobs:
-        return
+        return msg
     chosen, num_top, top_ids, top_values = fields
     getattr(msg, chosen).extend(t.logprob for t in logprobs)
     setattr(msg, num_top, len(logprobs[0].top))
     for t in logprobs:
         getattr(msg, top_ids).extend(token for token, _ in t.top)
         getattr(msg, top_values).extend(lp for _, lp in t.top)
+    return msg
 
 
 def logprobs_from_proto(
@@ -50,7 +52,7 @@ def logprobs_from_proto(
     if k > MAX_LOGPROBS or (len(chosen), len(ids), len(values)) != (n, k * n, k * n):
         tokens = "" if num_tokens is None else f" for {n} committed tokens"
         raise RequestError(ErrorCode.INTERNAL, (
-            f"malformed VerifyResponse: {len(chosen)} {chosen_field} and {len(ids)} top "
+            f"malformed {msg.DESCRIPTOR.name}: {len(chosen)} {chosen_field} and {len(ids)} top "
             f"pairs ({k} each){tokens}"))  # fmt: skip
     pairs = list(zip(ids, values, strict=True))
     return tuple(

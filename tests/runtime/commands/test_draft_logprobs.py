@@ -1,7 +1,8 @@
 """``edgespec draft --logprobs N``: after the text, a line per output token with its
 log-probability under the target's raw row and its N likeliest tokens', as the server's
-verifications return them (the endpoint's ``logprobs``); refused where nothing returns them
-and, with ``--serve-openai``, as a request's own field."""
+verifications return them (the endpoint's ``logprobs``), or, ``--mode centralized``, its
+``Generate`` chunks; refused where nothing returns them (a fused run, ``--compare``) and,
+with ``--serve-openai``, as a request's own field."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.conftest import ServerFactory
 
 PROMPT = (1, 5, 9, 2, 7)
+NONE_FUSED = ("the log-probabilities come with a distributed or centralized run's tokens (no "
+              "--compare): a fused run returns none")  # fmt: skip
 
 
 def _log_softmax(row: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
@@ -23,13 +26,17 @@ def _log_softmax(row: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
     return np.asarray(shifted - np.log(np.exp(shifted).sum()), dtype=np.float64)
 
 
+@pytest.mark.parametrize("mode", ["distributed", "centralized"])
 def test_each_output_token_gets_its_line(
-    make_server: ServerFactory, target: TransformersTarget, capsys: pytest.CaptureFixture[str]
+    make_server: ServerFactory,
+    target: TransformersTarget,
+    capsys: pytest.CaptureFixture[str],
+    mode: str,
 ) -> None:
     server = make_server()
     argv = ["draft", "--server", f"127.0.0.1:{server.port}", "--draft", "ngram",
             "--prompt-ids", ",".join(map(str, PROMPT)), "--max-new-tokens", "6",
-            "--logprobs", "2"]  # fmt: skip
+            "--logprobs", "2", "--mode", mode]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
     output = target_greedy_decode(target, PROMPT, 6)
@@ -47,11 +54,8 @@ def test_each_output_token_gets_its_line(
 @pytest.mark.parametrize(
     ("flags", "said"),
     [
-        (["--mode", "centralized"], "--logprobs: the log-probabilities come with a distributed "
-         "run's verifications (--mode distributed, no --compare): a server-side run returns "
-         "none"),
-        (["--compare"], "--logprobs: the log-probabilities come with a distributed run's "
-         "verifications (--mode distributed, no --compare): a server-side run returns none"),
+        (["--mode", "fused"], f"--logprobs: {NONE_FUSED}"),
+        (["--compare"], f"--logprobs: {NONE_FUSED}"),
         (["--logprobs", "21"], "--logprobs: must be in [0, 20], got 21"),
         (["--serve-openai", "0"], "--logprobs 1: the endpoint (--serve-openai) takes each "
          "request's own logprobs; drop --logprobs"),

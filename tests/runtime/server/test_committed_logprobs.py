@@ -19,6 +19,7 @@ from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.testing import tiny_llama
 from edgespec.runtime.wire.codec import pb, reply_from_proto, reply_to_proto
 from edgespec.runtime.wire.inprocess import target_greedy_decode
+from edgespec.runtime.wire.logprob_codec import logprobs_from_proto, logprobs_to_proto
 from tests.runtime.greedy_oracles import target_logprobs
 
 PROMPT = (40, 2, 33, 17, 8, 2)
@@ -105,6 +106,21 @@ def test_log_probabilities_cross_the_wire_and_a_miscount_is_refused() -> None:
     assert str(info.value) == (
         "INTERNAL: malformed VerifyResponse: 2 committed_logprobs and 3 top pairs (2 each) for "
         "2 committed tokens"
+    )
+
+
+def test_a_generate_chunk_carries_them_in_the_same_fields() -> None:
+    logprobs = (TokenLogprobs(-0.5, ((3, -0.5),)), TokenLogprobs(-2.0, ((1, -0.1),)))
+    chunk = logprobs_to_proto(pb.GenerateChunk(token_ids=[3, 4], finished=True), logprobs)
+    assert logprobs_from_proto(pb.GenerateChunk.FromString(chunk.SerializeToString()), 2) == (
+        logprobs
+    )
+    assert logprobs_from_proto(pb.GenerateChunk(token_ids=[3]), 1) is None  # none asked
+    with pytest.raises(RequestError) as info:
+        logprobs_from_proto(chunk, 3)
+    assert str(info.value) == (
+        "INTERNAL: malformed GenerateChunk: 2 committed_logprobs and 2 top pairs (1 each) for 3 "
+        "committed tokens"
     )
 
 

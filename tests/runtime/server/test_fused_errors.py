@@ -84,6 +84,10 @@ def test_a_bad_prefix_or_gamma_is_refused(make_server: ServerFactory) -> None:
     assert only.end.history.num_rounds == 1 and only.end.history.fused
 
 
+PROMPT_LOGPROBS = "Generate returns no prompt_logprobs: verify the session instead"
+FUSED_LOGPROBS = "a fused Generate returns no logprobs: run it centralized, or verify it"
+
+
 def test_a_fused_baseline_needs_a_draft_and_a_gamma_in_range(
     target: TransformersTarget, make_server: ServerFactory
 ) -> None:
@@ -97,14 +101,15 @@ def test_a_fused_baseline_needs_a_draft_and_a_gamma_in_range(
             "fused mode needs a server started with --draft",
             lambda: list(verifier.generate(SessionSpec("f", "x", PROMPT, GREEDY), fused=True)),
         )
-        for fused, asks in (  # Generate's chunks carry no logprobs
-            (False, dataclasses.replace(GREEDY, logprobs=1)),
-            (True, dataclasses.replace(GREEDY, prompt_logprobs=0)),
+        for fused, asks, said in (  # a centralized Generate's chunks carry logprobs alone
+            (False, dataclasses.replace(GREEDY, prompt_logprobs=0), PROMPT_LOGPROBS),
+            (True, dataclasses.replace(GREEDY, prompt_logprobs=0), PROMPT_LOGPROBS),
+            (True, dataclasses.replace(GREEDY, logprobs=1), FUSED_LOGPROBS),
         ):
             spec = SessionSpec("l", "x", PROMPT, asks)
             raises_request_error(
                 ErrorCode.INVALID_ARGUMENT,
-                "Generate returns no logprobs or prompt_logprobs: verify the session instead",
+                said,
                 lambda spec=spec, fused=fused: list(verifier.generate(spec, fused=fused)),
             )
         chunks = list(verifier.generate(SessionSpec("c", "x", PROMPT, GREEDY)))
