@@ -108,7 +108,7 @@ class DeviceLoop:
         nth = state.slot_sessions[slot]  # the cell's session count (unpinned: the run's)
         state.slot_sessions[slot] = nth + 1
         if seq is None and state.trace_pool is not None:
-            seq = state.trace_pool.seq_for(nth)
+            seq = state.trace_pool.seq_for(nth, state.layout.cell_ids[slot])
         slo = state.scenario.slo_classes[request.slo_class]
         tree = state.trees.get(request.request_id)
         block = self.blocks.for_session(tree, dev)

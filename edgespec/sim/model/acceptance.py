@@ -62,10 +62,12 @@ class TraceAcceptance:
     ``redraw_seed``."""
     redraw_seed: int | None = None
     """Set (the run's seed): a request drawing a sequence that has an α gets one redrawn
-    from it (:func:`redrawn_sequence`, keyed by the seed and the request's index), not the
-    captured one."""
+    from it (:func:`redrawn_sequence`, keyed by the seed, its cell and its index there),
+    not the captured one."""
 
-    def seq_for(self, request_index: int) -> tuple[int, ...]:
+    def seq_for(self, request_index: int, cell: int | None = None) -> tuple[int, ...]:
+        """The sequence of the ``request_index``-th request (of ``cell``, a pinned cell's
+        number in the scenario, whose requests count on their own; ``None``: the run's)."""
         if not self.pool:
             raise ValueError("trace acceptance: request has no acceptance_seq and no pool")
         k = request_index % len(self.pool)
@@ -73,7 +75,8 @@ class TraceAcceptance:
         if alphas is None:
             return self.pool[k]
         assert self.redraw_seed is not None
-        return redrawn_sequence(alphas, self.redraw_seed, 1, request_index)
+        where = (1,) if cell is None else (2, cell)  # a cell's draws are its own
+        return redrawn_sequence(alphas, self.redraw_seed, *where, request_index)
 
     def accepted(
         self, seq: Sequence[int] | None, position: int, gamma: int, rng: UniformStream

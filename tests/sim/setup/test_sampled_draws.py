@@ -5,6 +5,7 @@ position accepted with its own α, drawn afresh from the run's seed
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,11 @@ from edgespec.config import ConfigError
 from edgespec.sim.model.acceptance import TraceAcceptance
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.setup.sources import load_acceptance, load_workload_trace
-from edgespec.sim.simulator import simulate
+from edgespec.sim.shards import simulate_sharded
+from edgespec.sim.simulator import run_scenario, simulate
+from edgespec.sweeps.executor import SerialExecutor
 from tests.sim.helpers import hand_trace_scenario, tiny_scenario
+from tests.sim.test_shards import pinned
 
 NUM_OUTPUT = 200
 
@@ -98,6 +102,33 @@ def test_each_request_drawing_from_the_pool_gets_its_own_redraw(tmp_path: Path) 
     model = load_acceptance(captured_mode)
     assert isinstance(model, TraceAcceptance)
     assert [model.seq_for(i) for i in range(8)] == captured * 2
+
+
+def test_pinned_cells_draw_their_own_and_shards_draw_as_the_whole_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = tmp_path / "sampled.jsonl"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in _rows(3, seed=11)))
+    data = pinned(acceptance={"kind": "trace", "traces": [str(trace)],
+                              "sampled_draws": "redrawn"}, temperature=0.8)  # fmt: skip
+    model = load_acceptance(scenario_from_dict(data))
+    assert isinstance(model, TraceAcceptance)
+    cells = [model.seq_for(0, cell) for cell in (None, 0, 1, 2)]
+    assert len(set(cells)) == 4  # each cell's first request its own draw, and the run's
+    asked: list[tuple[int, int | None]] = []
+    seq_for = TraceAcceptance.seq_for
+
+    def spy(self: TraceAcceptance, index: int, cell: int | None = None) -> tuple[int, ...]:
+        asked.append((index, cell))
+        return seq_for(self, index, cell)
+
+    monkeypatch.setattr(TraceAcceptance, "seq_for", spy)
+    whole = run_scenario(scenario_from_dict(data))
+    assert {cell for _, cell in asked} == {0, 1, 2}  # the run asks by each request's cell
+    assert simulate_sharded(data, 3, SerialExecutor()).metrics == whole
+    captured = copy.deepcopy(data)
+    captured["acceptance"]["sampled_draws"] = "captured"
+    assert run_scenario(scenario_from_dict(captured)) != whole
 
 
 def test_redrawn_runs_differ_by_seed_where_captured_ones_accept_alike(tmp_path: Path) -> None:
