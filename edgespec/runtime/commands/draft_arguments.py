@@ -140,7 +140,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="after the text, each output token's log-probability under the target and its N "
-        "likeliest tokens' (0..20; distributed: they come with the verifications)",
+        "likeliest tokens' (0..20; distributed or centralized, not fused: they come with "
+        "the server's tokens)",
     )
     parser.add_argument(
         "--compare",

@@ -10,8 +10,8 @@ from typing import Any
 
 def check_modes(args: argparse.Namespace, config: Any, stops: bool) -> None:
     """What needs a distributed run (a stop predictor when ``stops``, ``--compare``'s
-    other half, an emulated link, semantic verification, ``--logprobs``), refused in
-    another mode as a :class:`~edgespec.config.ConfigError` at its field."""
+    other half, an emulated link, semantic verification) or no fused one (``--logprobs``),
+    refused in another mode as a :class:`~edgespec.config.ConfigError` at its field."""
     from edgespec.config import ConfigError
     from edgespec.runtime.wire.emulated_link import check_link_mode
 

@@ -60,7 +60,9 @@ class FakeVerifier:
         return ServerHealth(True, self.vocab_size(), self.target_name(), self.max_draft_tokens(),
                             self.max_context_tokens(), None, None)  # fmt: skip
 
-    def generate(self, spec: Any, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
+    def generate(
+        self, spec: Any, fused: bool = False, gamma: int = 4, on_logprobs: Any = None
+    ) -> Iterator[Any]:
         self.asked.append((spec, fused, gamma))
         yield spec.prompt_token_ids
 

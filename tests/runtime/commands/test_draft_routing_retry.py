@@ -98,7 +98,9 @@ class Restarting:
     def close(self, session_id: str) -> None:
         raise _down()
 
-    def generate(self, spec: SessionSpec, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
+    def generate(
+        self, spec: SessionSpec, fused: bool = False, gamma: int = 4, on_logprobs: Any = None
+    ) -> Iterator[Any]:
         """A server-side generation: down until ``generates_from_s``, then two chunks."""
         self.outage.opens.append(self.outage.since_start_s())
         if self.outage.since_start_s() < self.outage.generates_from_s:

@@ -46,7 +46,9 @@ class Printed:
 
 def _centralized(tokenizer: Any, chunks: list[list[int]], printed: Printed) -> None:
     class Server:
-        def generate(self, spec: SessionSpec, fused: bool, gamma: int) -> Iterator[Any]:
+        def generate(
+            self, spec: SessionSpec, fused: bool, gamma: int, on_logprobs: Any = None
+        ) -> Iterator[Any]:
             return printed.rounds(chunks)
 
     config = from_dict(DrafterConfig, {"server": "127.0.0.1:1"})
