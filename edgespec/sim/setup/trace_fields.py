@@ -153,8 +153,11 @@ def temperature_value(raw: Any, where: str) -> float:
     return float(raw)
 
 
-def probabilities_value(obj: Mapping[str, Any], where: str) -> tuple[float, ...] | None:
-    """``acceptance_prob``: numbers in [0, 1] (``None`` when absent)."""
+def probabilities_value(
+    obj: Mapping[str, Any], where: str, num_output: int | None = None
+) -> tuple[float, ...] | None:
+    """``acceptance_prob``: numbers in [0, 1] (``None`` when absent), one per output position
+    when ``num_output`` is given."""
     raw = obj.get("acceptance_prob")
     if raw is None:
         return None
@@ -163,6 +166,9 @@ def probabilities_value(obj: Mapping[str, Any], where: str) -> tuple[float, ...]
     )
     if not ok:
         raise RecordError(where, "must be a list of numbers in [0, 1]", "acceptance_prob")
+    if num_output is not None and len(raw) != num_output:
+        message = f"has {len(raw)} entries for {num_output} output tokens"
+        raise RecordError(where, message, "acceptance_prob")
     return tuple(float(v) for v in raw)
 
 

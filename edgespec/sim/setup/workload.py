@@ -147,22 +147,13 @@ def parse_trace_record(record: Any, where: str, line_id: str | None = None) -> T
         acceptance_seq=seq,
         temperature=temperature_value(record.get("temperature", 0.0), where),
         cuts=sampling_cuts(record, where),
-        acceptance_prob=_alphas(record, output, where),
+        acceptance_prob=probabilities_value(record, where, output),
         tree_rounds=tree_rounds,
         tree_depth=depth,
         draft_features=features,
         rejection_features=after,
         where=where,
     )
-
-
-def _alphas(record: Mapping[str, Any], num_output: int, where: str) -> tuple[float, ...] | None:
-    """A sampled trace line's ``acceptance_prob``, one α per output position."""
-    alphas = probabilities_value(record, where)
-    if alphas is not None and len(alphas) != num_output:
-        message = f"has {len(alphas)} entries for {num_output} output tokens"
-        raise RecordError(where, message, "acceptance_prob")
-    return alphas
 
 
 def _features(
