@@ -74,8 +74,11 @@ class SamplingCuts:
     top_p: float = 1.0
     min_p: float = 0.0
 
+    def cutting(self) -> dict[str, float]:
+        """The cuts that cut (:func:`cuts_on`), by name, in the order they are made."""
+        values = {"top_k": self.top_k, "top_p": self.top_p, "min_p": self.min_p}
+        return {name: values[name] for name in cuts_on(self.top_p, self.top_k, self.min_p)}
+
     def described(self) -> str:
         """The cuts that cut, as ``top-k 40, top-p 0.9`` (empty when none does)."""
-        values = {"top_k": self.top_k, "top_p": self.top_p, "min_p": self.min_p}
-        on = cuts_on(self.top_p, self.top_k, self.min_p)
-        return ", ".join(f"{name.replace('_', '-')} {values[name]:g}" for name in on)
+        return ", ".join(f"{name.replace('_', '-')} {v:g}" for name, v in self.cutting().items())

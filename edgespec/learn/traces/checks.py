@@ -171,7 +171,7 @@ def check_outputs(args: argparse.Namespace, labels: list[str]) -> None:
 
 def given_cuts(args: argparse.Namespace) -> dict[str, Any]:
     """The cuts given on the command line (``--top-k``, ``--top-p``, ``--min-p``)."""
-    from edgespec.learn.traces.record_fields import SAMPLING_CUTS
+    from edgespec.sim.setup.trace_fields import SAMPLING_CUTS
 
     return {n: getattr(args, n) for n in SAMPLING_CUTS if getattr(args, n) is not None}
 

@@ -8,10 +8,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from edgespec.config import RecordError, as_written
-from edgespec.core.sampling_cuts import cuts_on
-from edgespec.sim.setup.trace_fields import SAMPLING_CUTS as SAMPLING_CUTS
-from edgespec.sim.setup.trace_fields import cuts_value as cuts_value
-from edgespec.sim.setup.trace_fields import probabilities_value as probabilities_value
+from edgespec.core.sampling_cuts import SamplingCuts
 
 T = TypeVar("T")
 
@@ -42,5 +39,4 @@ def features_value(
 
 def written_cuts(top_p: float, top_k: int, min_p: float) -> dict[str, Any]:
     """The cuts a record writes: those that cut."""
-    values = {"top_k": top_k, "top_p": top_p, "min_p": min_p}
-    return {name: values[name] for name in cuts_on(top_p, top_k, min_p)}
+    return dict(SamplingCuts(top_k, top_p, min_p).cutting())

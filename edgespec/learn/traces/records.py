@@ -52,15 +52,14 @@ from edgespec.core.features import (
 from edgespec.core.sampling_cuts import cuts_on
 from edgespec.core.types import SamplingParams
 from edgespec.learn.traces.json_line import json_line
-from edgespec.learn.traces.record_fields import (
-    cuts_value,
-    features_value,
-    field_value,
-    probabilities_value,
-    written_cuts,
-)
+from edgespec.learn.traces.record_fields import features_value, field_value, written_cuts
 from edgespec.output_paths import write_atomically
-from edgespec.sim.setup.trace_fields import acceptance_values, temperature_value
+from edgespec.sim.setup.trace_fields import (
+    acceptance_values,
+    cuts_value,
+    probabilities_value,
+    temperature_value,
+)
 
 TRACE_FEATURE_NAMES: tuple[str, ...] = FEATURE_NAMES[:5]
 PROB_DIGITS = 4

@@ -26,7 +26,7 @@ from typing import Any
 
 from edgespec.config import ConfigError, OverrideError, parse_override
 from edgespec.config.overrides import shown
-from edgespec.core.sampling_cuts import SamplingCuts, cuts_on
+from edgespec.core.sampling_cuts import SamplingCuts
 from edgespec.errors import UserInputError, did_you_mean
 from edgespec.metrics.formatting import plain
 from edgespec.sim.setup.build import check_buildable
@@ -182,9 +182,9 @@ def _described(sampling: tuple[float, SamplingCuts]) -> str:
 def _trace_flags(sampling: tuple[float, SamplingCuts]) -> str:
     temperature, cuts = sampling
     flags = [f"--temperature {plain(temperature)}"]
-    values = {"top_k": cuts.top_k, "top_p": cuts.top_p, "min_p": cuts.min_p}
-    on = cuts_on(cuts.top_p, cuts.top_k, cuts.min_p)
-    return " ".join(flags + [f"--{n.replace('_', '-')} {plain(values[n])}" for n in on])
+    return " ".join(
+        flags + [f"--{n.replace('_', '-')} {plain(v)}" for n, v in cuts.cutting().items()]
+    )
 
 
 def say_trace_sampling(scenario: Scenario) -> None:

@@ -131,13 +131,13 @@ def load_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> A
         rejections.extend(e.rejection_features for e in kept)
     if acc.traces and not pool:
         raise ConfigError("acceptance.traces", "the traces hold no acceptance_seq")
-    if not pool and (not trace or any(e.acceptance_seq is None for e in trace)):
+    pooled = not trace or any(e.acceptance_seq is None for e in trace)  # some draw from it
+    if not pool and pooled:
         raise ConfigError(
             "acceptance.traces",
             "trace acceptance needs acceptance_seq: none in the workload, none given here, "
             "and none bundled in edgespec/data/traces/",
         )
-    pooled = not trace or any(e.acceptance_seq is None for e in trace)  # some draw from it
     replayed = [e.acceptance_prob for e in trace if e.acceptance_seq] + (alphas if pooled else [])
     if acc.sampled_draws == "redrawn" and all(a is None for a in replayed):
         raise ConfigError(
