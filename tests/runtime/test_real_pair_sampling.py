@@ -54,7 +54,7 @@ def client(gemma: tuple[Any, Any]) -> Iterator[Any]:
     from edgespec.models.loading import load_model
     from edgespec.runtime.edge.config import DrafterConfig
     from edgespec.runtime.openai_api.app import ApiConfig, build_app
-    from edgespec.runtime.openai_api.generation import EdgeSetup
+    from edgespec.runtime.openai_api.edge_setup import EdgeSetup
     from edgespec.runtime.openai_api.serve import ApiThread
     from edgespec.runtime.wire.grpc_client import RemoteVerifier
 

@@ -158,10 +158,10 @@ def _prompt_and_models(
 def _serve_openai(
     args: argparse.Namespace, config: Any, routing: Any, stop: Any, placement: Any, say: Stages
 ) -> int:
-    """``--serve-openai``: the flags checked, the server reached, the draft and tokenizer
-    loaded (each said as it starts), then the endpoint served until Ctrl-C or SIGTERM
-    (edgespec.runtime.openai_api), which says where it listens; then the signal's line and
-    exit status."""
+    """``--serve-openai``: the flags checked, the server reached, the draft (not with
+    ``--mode centralized``) and tokenizer loaded (each said as it starts), then the endpoint
+    served until Ctrl-C or SIGTERM (edgespec.runtime.openai_api), which says where it
+    listens; then the signal's line and exit status."""
     from edgespec.runtime.openai_api import serve
     from edgespec.runtime.openai_api.schema import Limits
     from edgespec.runtime.wire.ports import ensure_port_free
@@ -174,15 +174,18 @@ def _serve_openai(
     concurrency = serve.concurrency(args.openai_max_concurrent, args.openai_max_queued,
                                     args.openai_max_per_client)  # fmt: skip
     ensure_port_free(host, port)  # before the server is reached or the draft loads
-    check_draft_name(config.draft)
+    drafts = args.mode == "distributed"  # centralized: the server decodes every request
+    if drafts:
+        check_draft_name(config.draft)
     reached = connect_waiting(config, routing, say)  # each server's Health, asked once
     vocab_size = reached.health.vocab_size
-    draft = _load_draft(config, args, placement, say)
-    check_draft_vocab(config.draft, None if draft is None else draft.model, vocab_size)
+    draft = _load_draft(config, args, placement, say) if drafts else None
+    if drafts:
+        check_draft_vocab(config.draft, None if draft is None else draft.model, vocab_size)
     tokenizer = _tokenizer(args, config, reached.health.target_name, draft, True, say)
     end = serve.serve_openai(args.serve_openai, config, reached.verifier, draft, tokenizer,
                              vocab_size, limits, concurrency=concurrency,
-                             told=reached.told)  # fmt: skip
+                             told=reached.told, mode=args.mode)  # fmt: skip
     if end.signum is None:  # uvicorn said why, above
         print("edgespec draft: the OpenAI-compatible endpoint stopped serving", file=sys.stderr)
         return 1

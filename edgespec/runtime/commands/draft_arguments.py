@@ -128,7 +128,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="distributed",
         help="distributed: draft here, verify on the server (default); centralized: the "
         "server decodes alone; fused: the server drafts (started with --draft) and verifies, "
-        "or decodes one token per round (started with --fused-rounds cloud_only)",
+        "or decodes one token per round (started with --fused-rounds cloud_only); with "
+        "--serve-openai, the requests' default edgespec.mode (centralized: no draft loaded)",
     )
     parser.add_argument(
         "--records",

@@ -8,7 +8,7 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -164,21 +164,13 @@ class DraftRun:
     def _stream(
         self, spec: Any, fused: bool, gamma: int, on_logprobs: Callable[..., None]
     ) -> Generator[tuple[int, ...]]:
-        """The server-side generation's chunks (their log-probabilities to ``on_logprobs``);
-        until its first chunk arrives the call is made again while the server is unreachable,
-        for ``first_open_retry_s`` (after it, an error ends the request: the server holds no
-        session to resume)."""
-        from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S, retry_unavailable
+        """The server-side generation's chunks (their log-probabilities to ``on_logprobs``),
+        its first retried while the server is unreachable, for ``first_open_retry_s``
+        (:func:`~edgespec.runtime.edge.server_side.server_side_chunks`)."""
+        from edgespec.runtime.edge.server_side import server_side_chunks
 
-        def start() -> tuple[tuple[int, ...] | None, Iterator[tuple[int, ...]]]:
-            stream = iter(self.verifier.generate(spec, fused, gamma, on_logprobs))
-            return next(stream, None), stream
-
-        first, stream = retry_unavailable(start, self.clock, self.first_open_retry_s,
-                                          RETRY_BACKOFF_S)  # fmt: skip
-        if first is not None:
-            yield first
-            yield from stream
+        return server_side_chunks(self.verifier, spec, fused, gamma, on_logprobs, self.clock,
+                                  self.first_open_retry_s)  # fmt: skip
 
     def _tree_max_nodes(self) -> int:
         """``tree_max_nodes``, or the server's ``max_draft_tokens`` when a tree's is more

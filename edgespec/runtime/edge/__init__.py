@@ -27,6 +27,8 @@
 * :mod:`.bounded_calls` — an open waiting no longer than what is left of its retries, a
   verify call no longer than what is left of the progress budget (``open_bounded``,
   ``verify_bounded``), where the verifier can;
+* :mod:`.server_side` — the server-side baselines' ``Generate`` stream (centralized,
+  fused), its first chunk asked again while the server is unreachable;
 * :mod:`.session_ids` — the session ids made from the ``client_id`` (a new generation's,
   the endpoint's) and the most characters they and a reconnect's add to it;
 * :mod:`.block_limit` — a window policy's largest block against the server's

@@ -2,7 +2,9 @@
 
 ``/v1/completions``, ``/v1/chat/completions`` (``stream: true`` as server-sent events),
 ``/v1/models``, ``/health``, ``/ready`` and ``/metrics``; every request runs distributed
-speculative decoding against the verification server(s).
+speculative decoding against the verification server(s), or, asked ``edgespec.mode``
+``"centralized"`` (every request's default with ``--mode centralized``), the server's own
+decoding.
 
 * :mod:`.serve`, :mod:`.app` — uvicorn started from ``edgespec draft`` in a thread of its
   own; the routes;
@@ -24,6 +26,7 @@ speculative decoding against the verification server(s).
 * :mod:`.throttle` — log lines clients can cause at line rate (failed ``accept()`` calls,
   malformed requests, 502s for a token the server refuses, outages) let through at most one
   per 10 s, counting the others;
+* :mod:`.extension` — a request's ``edgespec`` object: ``slo_class``, ``window``, ``mode``;
 * :mod:`.body`, :mod:`.schema`, :mod:`.fields`, :mod:`.messages` — a body said to be JSON
   in UTF-8, read as it arrives and refused past its limit, then decoded; fields checked
   into a ``ParsedRequest`` (a field the endpoint does not apply refused, never ignored);
@@ -48,10 +51,12 @@ speculative decoding against the verification server(s).
   ``/tokenizer_info`` with the endpoint's tokenizer;
 * :mod:`.prompt_batch` — a list of prompts on ``/v1/completions``: each parsed and
   checked as a request, their choices in turn, an error naming the prompt's place;
-* :mod:`.generation`, :mod:`.session_tracker`, :mod:`.text`, :mod:`.streaming` — one
-  request's generation in a worker thread, its sessions closed on the server however it
-  ends; committed ids to text deltas (held back where a stop sequence may begin); deltas
-  as server-sent events;
+* :mod:`.edge_setup` — ``EdgeSetup``, what every request shares;
+* :mod:`.generation`, :mod:`.decoding`, :mod:`.session_tracker`, :mod:`.text`,
+  :mod:`.streaming` — one request's generation in a worker thread, distributed (its
+  sessions closed on the server however it ends) or centralized (the server's stream);
+  committed ids to text deltas (held back where a stop sequence may begin); deltas as
+  server-sent events;
 * :mod:`.responses`, :mod:`.errors` — bodies in the OpenAI shapes; failures as OpenAI error
   bodies with the status an OpenAI client expects.
 """

@@ -24,6 +24,7 @@ from edgespec.runtime.errors import RequestError
 from edgespec.runtime.openai_api.admission import Admission, ClientHold, Concurrency
 from edgespec.runtime.openai_api.body import check_content_type, read_body
 from edgespec.runtime.openai_api.choices import run_prompts
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.errors import (
     ApiError,
     clip,
@@ -31,7 +32,7 @@ from edgespec.runtime.openai_api.errors import (
     json_response,
     unknown_model,
 )
-from edgespec.runtime.openai_api.generation import EdgeSetup, PreparedRequest, prepare
+from edgespec.runtime.openai_api.generation import PreparedRequest, prepare
 from edgespec.runtime.openai_api.health import Health
 from edgespec.runtime.openai_api.in_flight import Accepted, InFlight, endpoint_stopping
 from edgespec.runtime.openai_api.messages import prompt_size

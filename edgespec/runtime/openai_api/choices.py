@@ -14,12 +14,8 @@ from dataclasses import dataclass
 from functools import partial
 
 from edgespec.core.wire_limits import SEED_LIMIT
-from edgespec.runtime.openai_api.generation import (
-    Completion,
-    EdgeSetup,
-    PreparedRequest,
-    run_request,
-)
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup
+from edgespec.runtime.openai_api.generation import Completion, PreparedRequest, run_request
 from edgespec.runtime.openai_api.logprob_fields import ChoiceLogprobs
 
 

@@ -16,9 +16,7 @@ the output reached ``max_tokens`` without ending (a last token that is an end of
 
 from __future__ import annotations
 
-import dataclasses
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,9 +24,9 @@ from typing import Any
 from edgespec.core.types import SamplingParams
 from edgespec.models.chat_templates import end_of_turn_ids
 from edgespec.runtime.edge.reconnect import Cancelled
-from edgespec.runtime.edge.session_ids import new_session_id
 from edgespec.runtime.errors import RequestError
-from edgespec.runtime.openai_api.chat_prompt import special_ids
+from edgespec.runtime.openai_api.decoding import decode
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.errors import (
     clip,
     from_request_error,
@@ -40,13 +38,12 @@ from edgespec.runtime.openai_api.prompt_echo import PromptEcho
 from edgespec.runtime.openai_api.prompts import check_vocabulary, prompt_ids, prompt_param
 from edgespec.runtime.openai_api.request_checks import (
     check_context,
+    check_mode,
     check_sampling,
     check_slo_class,
 )
 from edgespec.runtime.openai_api.schema import Limits, ParsedRequest
-from edgespec.runtime.openai_api.session_tracker import tracked
 from edgespec.runtime.openai_api.text import TextStream
-from edgespec.runtime.openai_api.throttle import RefusedCredentials
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,62 +55,6 @@ class Completion:
     completion_tokens: int  # the tokens of ``text`` (and an EOS the model ended on)
     finish_reason: str  # "stop" (EOS or a stop sequence) or "length" (max_tokens)
     logprobs: ChoiceLogprobs | None = None  # those tokens', when the request asks
-
-
-@dataclass(frozen=True, slots=True)
-class EdgeSetup:
-    """What every request shares: the drafter config, the draft model (``None`` for prompt
-    lookup), the tokenizer, the target's vocabulary size, the tree size cap, the
-    verification servers' clients and, with several, the routing policy across them, what
-    the servers' Health reports (``None``: it does not say): the target's context, the
-    longest draft block, the SLO classes, the target's name; the clock the requests'
-    retries and records are timed on; the log of the servers' refusals of the endpoint's
-    own credentials (its 502s, told by the app as it answers them); the servers that
-    answered as the endpoint started (reachable from its first ``/ready`` on); the servers
-    known to be down now, which routing does not ask (the app's watch,
-    :meth:`.health.Health.known_down`; ``None``: routing asks every one). The tokenizer's
-    special tokens (:func:`.chat_prompt.special_ids`) are read once, as it is built."""
-
-    config: Any  # DrafterConfig
-    draft_model: Any
-    tokenizer: Any
-    vocab_size: int
-    max_nodes: int
-    verifiers: tuple[Any, ...]
-    routing: Any = None
-    max_context_tokens: int | None = None
-    max_draft_tokens: int | None = None
-    slo_classes: frozenset[str] | None = None
-    target_name: str | None = None
-    clock: Callable[[], float] = time.perf_counter
-    refusals: RefusedCredentials = dataclasses.field(default_factory=RefusedCredentials)
-    answered_at_start: frozenset[str] = frozenset()
-    known_down: Callable[[], frozenset[int]] | None = None
-    special_ids: frozenset[int] = dataclasses.field(init=False)
-
-    def __post_init__(self) -> None:
-        # derived once (the class is frozen)
-        object.__setattr__(self, "special_ids", special_ids(self.tokenizer))
-
-
-def _verifier(setup: EdgeSetup, options: Any) -> tuple[Any, float]:
-    """The server for a new request (``options``: its ``DraftOptions``, with its retry
-    timeout, backoff and cancel event) and how long its first open may retry while the
-    server is unreachable: the only server, for the whole ``retry_timeout_s``; or the
-    routing policy's pick (those known down not asked), asked again while no server
-    answers, for what routing left of it
-    (:func:`~edgespec.runtime.edge.routing.route_retrying`)."""
-    if len(setup.verifiers) == 1:
-        return setup.verifiers[0], options.retry_timeout_s
-    import numpy as np
-
-    from edgespec.runtime.edge.routing import route_retrying
-
-    choice, left_s = route_retrying(setup.verifiers, setup.routing, np.random.default_rng(),
-                                    setup.clock, options.retry_timeout_s,
-                                    options.retry_backoff_s, options.cancel,
-                                    setup.known_down)  # fmt: skip
-    return setup.verifiers[choice.server_index], left_s
 
 
 def _window(setup: EdgeSetup, request: ParsedRequest) -> Any:
@@ -137,15 +78,6 @@ def _window(setup: EdgeSetup, request: ParsedRequest) -> Any:
         raise invalid(f"edgespec.window {name}: {fixed}{over.param} {over.gamma} "
                       f"{limit_told(limit)}", param="edgespec.window")  # fmt: skip
     return window
-
-
-def _drafter(setup: EdgeSetup) -> Any:
-    """A draft backend of the request's own (its KV cache is per request)."""
-    from edgespec.runtime.edge.draft_backends import make_drafter
-
-    config = setup.config
-    return make_drafter(config.draft, setup.draft_model, setup.vocab_size, config.lookup,
-                        config.tree, config.tree_min_prob, setup.max_nodes)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,8 +109,11 @@ def end_ids(setup: EdgeSetup) -> frozenset[int]:
 
 def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> PreparedRequest:
     """Tokenize ``request``'s prompt (bounded by ``limits``), check it and ``max_tokens``
-    against the target's context, and make its window policy."""
-    check_sampling(setup.config, request)
+    against the target's context, and make its window policy (a distributed request's:
+    ``n`` of them)."""
+    check_mode(setup.config, setup.drafts, request)
+    if request.mode == "distributed":
+        check_sampling(setup.config, request)
     vocab = setup.vocab_size  # a stop id no round could commit, a bias on no token: 400s
     check_vocabulary(sorted(request.stop_token_ids), vocab, "stop_token_ids", "stop_token_ids")
     check_vocabulary([t for t, _ in request.sampling.logit_bias], vocab, "logit_bias", "logit_bias")
@@ -195,8 +130,9 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
     sampling = request.sampling.params(num_new, request.seed, request.ignore_eos,
                                        stop_ids, request.min_tokens, request.logprobs,
                                        request.echo)  # fmt: skip
-    more = tuple(_window(setup, request) for _ in range(request.n - 1))
-    return PreparedRequest(request, ids, sampling, _window(setup, request), more)
+    windows = tuple(_window(setup, request) if request.mode == "distributed" else None
+                    for _ in range(request.n))  # fmt: skip
+    return PreparedRequest(request, ids, sampling, windows[0], windows[1:])
 
 
 def run_request(
@@ -209,10 +145,7 @@ def run_request(
     log-probabilities of the tokens they show when the request asks. Raises
     :class:`Cancelled` when ``cancel`` is set (the session closed); the server's refusal
     (or its absence) as an :class:`~.errors.ApiError` in the request's terms."""
-    from edgespec.runtime.edge.drafter import generate
-    from edgespec.runtime.wire.emulated_link import wrap_verifier
-
-    config, request = setup.config, prepared.request
+    request = prepared.request
     stop_ids = frozenset(prepared.sampling.stop_token_ids)  # with a chat's end of turn
     text = TextStream(setup.tokenizer, request.stop, stop_ids, request.min_tokens)
     committed: list[int] = []
@@ -231,19 +164,16 @@ def run_request(
         if cancel.is_set() or text.stopped:
             raise Cancelled
 
-    verifier, options = _verifier_and_options(setup, request, cancel, tally, echo)
-    tracker = tracked(wrap_verifier(verifier, config))  # its sessions closed however it ends
     try:
-        generate(tracker, _drafter(setup), prepared.prompt_ids, prepared.sampling, options,
-                 prepared.window, on_tokens, setup.clock)  # fmt: skip
+        decode(setup, request, prepared.prompt_ids, prepared.sampling, prepared.window, cancel,
+               on_tokens, None if tally is None else tally.values.extend,
+               echo.take if echo.waits else None)  # fmt: skip
     except Cancelled:
         if not text.stopped and request.max_tokens:
             raise
     except RequestError as exc:  # the app logs a 502 (the endpoint's token refused), a 503
         raise from_request_error(exc, prompt_param(request.prompt),
                                  request.max_tokens_field) from None  # fmt: skip
-    finally:
-        tracker.close_all()
     rest = "" if text.stopped else text.finish()
     held = None if tally is None else tally.upto(text.num_tokens)  # an EOS shows no text
     if rest or held:
@@ -252,31 +182,6 @@ def run_request(
     return Completion(echo.text + text.text, len(prepared.prompt_ids), n,
                       _finish(setup, text, committed, request),
                       echo.joined(None if tally is None else tally.whole(n)))  # fmt: skip
-
-
-def _verifier_and_options(
-    setup: EdgeSetup,
-    request: ParsedRequest,
-    cancel: threading.Event,
-    tally: LogprobTally | None,
-    echo: PromptEcho,
-) -> tuple[Any, Any]:
-    """The verifier a request's session opens on (:func:`_verifier`) and its
-    :class:`~edgespec.runtime.edge.drafter.DraftOptions`: a new endpoint session id, the
-    reconnect budget, the retry time the server's choice left, the log-probabilities'
-    and the echo's receivers."""
-    from edgespec.runtime.edge.drafter import DraftOptions
-    from edgespec.runtime.edge.progress import ProgressBudget
-
-    config = setup.config
-    session_id = new_session_id(config.client_id, endpoint=True)
-    budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
-    options = DraftOptions(session_id, config.client_id, request.slo_class,
-                           config.retry_timeout_s, progress=budget, cancel=cancel,
-                           on_logprobs=None if tally is None else tally.values.extend,
-                           on_prompt_logprobs=echo.take if echo.waits else None)  # fmt: skip
-    verifier, left_s = _verifier(setup, options)
-    return verifier, dataclasses.replace(options, first_open_retry_s=left_s)
 
 
 def _finish(

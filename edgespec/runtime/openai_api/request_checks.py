@@ -1,7 +1,8 @@
 """What the endpoint refuses of a request before it waits for a worker, against what the
-drafter and the servers can do (:func:`~.generation.prepare` calls them): sampling the
-drafter drafts greedily only, an SLO class the servers lack, a prompt and ``max_tokens``
-beyond the target's context. Each refusal is a 400 naming the field."""
+drafter and the servers can do (:func:`~.generation.prepare` calls them): a mode the
+endpoint cannot run, sampling the drafter drafts greedily only, an SLO class the servers
+lack, a prompt and ``max_tokens`` beyond the target's context. Each refusal is a 400
+naming the field."""
 
 from __future__ import annotations
 
@@ -10,6 +11,30 @@ from typing import Any
 from edgespec.runtime.openai_api.errors import context_exceeded, invalid, shown
 from edgespec.runtime.openai_api.prompts import prompt_param
 from edgespec.runtime.openai_api.schema import ParsedRequest
+
+
+def check_mode(config: Any, drafts: bool, request: ParsedRequest) -> None:
+    """``edgespec.mode`` against the endpoint (``drafts``: it loaded a drafter): a
+    distributed request needs one (an endpoint started with ``--mode centralized`` has
+    none); a centralized one returns no log-probabilities of its prompt (``echo`` with
+    ``logprobs``: the server's ``Generate`` gives none) and does not cross the emulated
+    link, which delays drafted rounds only."""
+    from edgespec.runtime.wire.emulated_link import link_from_config
+
+    if request.mode == "distributed":
+        if not drafts:
+            raise invalid('edgespec.mode "distributed": this endpoint drafts nothing (it was '
+                          'started with --mode centralized, no draft loaded): ask "centralized"',
+                          param="edgespec.mode", code="unsupported_value")  # fmt: skip
+        return
+    if request.echo and request.logprobs is not None:
+        raise invalid('echo with logprobs: a centralized request returns no log-probabilities '
+                      'of the prompt; drop one, or ask edgespec.mode "distributed"',
+                      param="echo", code="unsupported_value")  # fmt: skip
+    if link_from_config(config) is not None:
+        raise invalid('edgespec.mode "centralized": this endpoint emulates a link (--link-*) '
+                      "that only drafted rounds cross; ask \"distributed\"",
+                      param="edgespec.mode", code="unsupported_value")  # fmt: skip
 
 
 def check_sampling(config: Any, request: ParsedRequest) -> None:

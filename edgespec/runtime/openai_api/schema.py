@@ -6,9 +6,8 @@ fields a request may carry: :mod:`.fields`; the prompt, bounded before it is tok
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from edgespec.core.stop_rules import MAX_STOP, MAX_STOP_CHARS
@@ -16,8 +15,9 @@ from edgespec.core.wire_limits import SEED_LIMIT, UINT32_LIMIT
 from edgespec.runtime.openai_api.body import utf8_text
 from edgespec.runtime.openai_api.chat_fields import chat_rendering
 from edgespec.runtime.openai_api.chat_prompt import DEFAULT_RENDERING, ChatRendering
-from edgespec.runtime.openai_api.errors import clip, invalid, shown
-from edgespec.runtime.openai_api.fields import UNKNOWN, boolean_field, check_fields, parse_stream
+from edgespec.runtime.openai_api.errors import invalid, shown
+from edgespec.runtime.openai_api.extension import WindowChoice, parse_extension
+from edgespec.runtime.openai_api.fields import boolean_field, check_fields, parse_stream
 from edgespec.runtime.openai_api.messages import (
     CHARS_PER_TOKEN,
     Prompt,
@@ -32,7 +32,6 @@ from edgespec.runtime.openai_api.sampling_fields import (
     parse_num_choices,
     parse_sampling,
 )
-from edgespec.runtime.validation import MAX_IDENTIFIER_CHARS
 
 MAX_STOP_TOKEN_IDS = 64
 """The most ``stop_token_ids`` a request names (vLLM's field: tokens that end the output)."""
@@ -62,14 +61,7 @@ class Defaults:
     max_tokens: int = 64
     temperature: float = 0.0
     slo_class: str = "default"
-
-
-@dataclass(frozen=True, slots=True)
-class WindowChoice:
-    """The ``edgespec.window`` extension: a window policy by name and its parameters."""
-
-    name: str
-    params: Mapping[str, Any] = field(default_factory=dict)
+    mode: str = "distributed"  # edgespec.mode (a centralized endpoint's: "centralized")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +86,7 @@ class ParsedRequest:
     n: int = 1  # choices, generated one after another
     logprobs: int | None = None  # alternatives beside each returned token's (None: none)
     chat_rendering: ChatRendering = DEFAULT_RENDERING  # chat: how the messages are rendered
+    mode: str = "distributed"  # edgespec.mode: or "centralized", the server decoding alone
 
 
 class _DuplicateKey(Exception):
@@ -215,55 +208,6 @@ def _boolean(body: Mapping[str, Any], name: str) -> bool:
     return boolean_field(body, name, False)
 
 
-def _extension(body: Mapping[str, Any], defaults: Defaults) -> tuple[str, WindowChoice | None]:
-    """The ``edgespec`` object: ``slo_class`` and ``window`` (a name, or ``{name, params}``)."""
-    ext = body.get("edgespec")
-    if ext is None:
-        ext = {}
-    if not isinstance(ext, dict):
-        raise invalid(f"edgespec must be an object, got {shown(ext)}", param="edgespec")
-    unknown = sorted(set(ext) - {"slo_class", "window"})
-    if unknown:
-        raise invalid(f"edgespec has unknown fields {shown(unknown)} (known: slo_class, "
-                      "window)", param="edgespec", code=UNKNOWN)  # fmt: skip
-    slo = ext.get("slo_class", defaults.slo_class)
-    if not isinstance(slo, str) or not slo:
-        raise invalid(f"edgespec.slo_class must be a non-empty string, got {shown(slo)}",
-                      param="edgespec.slo_class")  # fmt: skip
-    if len(slo) > MAX_IDENTIFIER_CHARS:
-        raise invalid(f"edgespec.slo_class is {len(slo)} characters; the limit is "
-                      f"{MAX_IDENTIFIER_CHARS}", param="edgespec.slo_class")  # fmt: skip
-    window = ext.get("window")
-    return slo, None if window is None else _window(window)
-
-
-def _window(window: Any) -> WindowChoice:
-    """``edgespec.window``: a policy name, or ``{name, params}`` and nothing else; the name
-    at most :data:`MAX_IDENTIFIER_CHARS` (an unknown one is looked up for the closest
-    known name, a cost that grows with its length)."""
-    params = window.get("params") if isinstance(window, dict) else None
-    params = {} if params is None else params  # null, as everywhere, is absent
-    name = window.get("name") if isinstance(window, dict) else window
-    if not isinstance(name, str) or not isinstance(params, dict):
-        raise invalid(f"edgespec.window must be a policy name or {{name, params}}, got "
-                      f"{shown(window)}", param="edgespec.window")  # fmt: skip
-    unknown = sorted(set(window) - {"name", "params"}) if isinstance(window, dict) else []
-    if unknown:
-        raise invalid(f"edgespec.window has unknown fields {shown(unknown)} (known: name, "
-                      "params)", param="edgespec.window", code=UNKNOWN)  # fmt: skip
-    if len(name) > MAX_IDENTIFIER_CHARS:
-        raise invalid(f"edgespec.window names a policy of {len(name)} characters; the limit "
-                      f"is {MAX_IDENTIFIER_CHARS}", param="edgespec.window")  # fmt: skip
-    for key, value in params.items():  # a string could name a file on this machine (awc's)
-        if not isinstance(value, int | float) or (
-            isinstance(value, float) and not math.isfinite(value)
-        ):
-            raise invalid(f"edgespec.window.params.{clip(key)}: a request's window parameters "
-                          f"are finite numbers or booleans, got {shown(value)}",
-                          param="edgespec.window")  # fmt: skip
-    return WindowChoice(name, params)
-
-
 def parse_request(
     body: Mapping[str, Any], chat: bool, defaults: Defaults, limits: Limits
 ) -> ParsedRequest:
@@ -274,7 +218,7 @@ def parse_request(
     check_fields(body, chat)
     max_tokens_field, max_tokens = _max_tokens(body, chat, defaults, limits)
     stream, include_usage = parse_stream(body)
-    slo_class, window = _extension(body, defaults)
+    ext = parse_extension(body, defaults.slo_class, defaults.mode)
     prompt = parse_prompt(body, chat, limits.max_prompt_tokens, limits.chars_per_token)
     return ParsedRequest(
         model=model,
@@ -285,8 +229,8 @@ def parse_request(
         stop=_stop(body),
         stream=stream,
         include_usage=include_usage,
-        slo_class=slo_class,
-        window=window,
+        slo_class=ext.slo_class,
+        window=ext.window,
         max_tokens_field=max_tokens_field,
         stop_token_ids=_stop_token_ids(body),
         ignore_eos=_boolean(body, "ignore_eos"),
@@ -295,4 +239,5 @@ def parse_request(
         n=parse_num_choices(body),
         logprobs=parse_logprobs(body, chat),
         chat_rendering=chat_rendering(body) if chat else DEFAULT_RENDERING,
+        mode=ext.mode,
     )

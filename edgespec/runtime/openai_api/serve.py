@@ -30,7 +30,7 @@ from edgespec.runtime.openai_api.descriptors import (
     file_budget,
     raise_open_file_limit,
 )
-from edgespec.runtime.openai_api.generation import EdgeSetup
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.in_flight import InFlight
 from edgespec.runtime.openai_api.messages import longest_token_chars
 from edgespec.runtime.openai_api.schema import Defaults, Limits
@@ -146,11 +146,16 @@ def concurrency(
 
 def check_serve_flags(mode: str, compare: bool, records: str | None, stop: Any,
                       config: Any) -> None:  # fmt: skip
-    """What ``--serve-openai`` cannot combine with, refused before anything loads."""
+    """What ``--serve-openai`` cannot combine with, refused before anything loads: a fused
+    mode (its requests are distributed or centralized, ``edgespec.mode``), an emulated link
+    with ``--mode centralized`` (no drafted round crosses it)."""
     from edgespec.config import ConfigError
+    from edgespec.runtime.wire.emulated_link import check_link_mode
 
-    if mode != "distributed":
-        raise ConfigError("mode", f"--serve-openai drafts here: drop --mode {mode}")
+    if mode == "fused":
+        raise ConfigError("mode", "--serve-openai runs requests distributed or centralized "
+                          "(edgespec.mode), not fused: drop --mode fused")  # fmt: skip
+    check_link_mode(config, mode)
     for flag, given in (("--compare", compare), ("--records", records), ("--stop-*", stop)):
         if given:
             raise ConfigError("serve_openai", f"{flag} is for one prompt: drop it")
@@ -182,7 +187,7 @@ def check_limit_fits(max_tokens: int, context: int | None) -> None:
 
 def _setup(
     config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: int,
-    told: dict[str, ServerHealth] | None = None,
+    told: dict[str, ServerHealth] | None = None, drafts: bool = True,
 ) -> EdgeSetup:  # fmt: skip
     """The shared state of every request: one client per server (and the routing policy
     across several), what the servers' Health reports (:func:`.server_facts.learn`: the
@@ -212,7 +217,8 @@ def _setup(
     model = None if draft is None else draft.model
     return EdgeSetup(config, model, tokenizer, vocab_size, max_nodes, verifiers, routing,
                      facts.max_context_tokens, facts.max_draft_tokens, facts.slo_classes,
-                     facts.target_name, answered_at_start=frozenset(told))  # fmt: skip
+                     facts.target_name, answered_at_start=frozenset(told),
+                     drafts=drafts)  # fmt: skip
 
 
 def serve_openai(
@@ -225,18 +231,20 @@ def serve_openai(
     limits: Limits,
     concurrency: Concurrency | None = None,
     told: dict[str, ServerHealth] | None = None,
+    mode: str = "distributed",
 ) -> Stopped:
     """Serve until Ctrl-C or SIGTERM, then stop (:mod:`.stopping`), refusing requests beyond
     ``limits`` (a text prompt's characters bounded by the tokenizer's longest token) and
     generations beyond ``concurrency`` (default: sized to the device); the model id is the
     name of the server's target; ``told``: the servers' Health as the command reached them
-    (``None``: asked here)."""
+    (``None``: asked here); ``mode``: the requests' default ``edgespec.mode`` (centralized:
+    ``draft`` is ``None`` and every request is the server's own decoding)."""
     host, port = parse_address(address)
     limits = dataclasses.replace(limits, chars_per_token=longest_token_chars(tokenizer))
-    setup = _setup(config, verifier, draft, tokenizer, vocab_size, told)
+    setup = _setup(config, verifier, draft, tokenizer, vocab_size, told, mode == "distributed")
     check_limit_fits(limits.max_tokens, setup.max_context_tokens)
     model_id = setup.target_name or "edgespec"
-    defaults = Defaults(config.max_new_tokens, config.temperature, config.slo_class)
+    defaults = Defaults(config.max_new_tokens, config.temperature, config.slo_class, mode)
     admits = concurrency or Concurrency.for_device()
     in_flight = InFlight()
     app = build_app(setup, ApiConfig(model_id, defaults, limits, admits), in_flight)
@@ -248,7 +256,8 @@ def serve_openai(
             raise UserInputError(str(exc)) from None
         said = f"{admits.told()}; {connections_told(server.budget, raised)}"
         url = f"http://{host}:{server.port}/v1"
-        say(f"OpenAI-compatible endpoint on {url} (model {model_id!r}; {said})")
+        decodes = "" if setup.drafts else "; every request centralized, the server decoding"
+        say(f"OpenAI-compatible endpoint on {url} (model {model_id!r}{decodes}; {said})")
         return serve_until_stopped(server, in_flight, signals.wait, say)
 
 

@@ -24,9 +24,9 @@ from fastapi.responses import JSONResponse, Response
 from edgespec.runtime.openai_api.admission import ClientHold
 from edgespec.runtime.openai_api.chat_fields import chat_rendering
 from edgespec.runtime.openai_api.chat_prompt import DEFAULT_RENDERING, ChatRendering
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.errors import invalid, shown, unknown_model
 from edgespec.runtime.openai_api.fields import boolean_field
-from edgespec.runtime.openai_api.generation import EdgeSetup
 from edgespec.runtime.openai_api.messages import Prompt, parse_prompt, prompt_size
 from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK, check_vocabulary, prompt_ids
 from edgespec.runtime.openai_api.schema import Limits

@@ -142,6 +142,10 @@ def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
             ["--prompt-ids", "1", "--stop-threshold", "0.5"],
             "--stop-threshold needs --stop-predictor",
         ),
+        (  # no drafted round would cross the link
+            ["--serve-openai", "127.0.0.1:0", "--mode", "centralized", "--link-rtt-ms", "30"],
+            "--link-rtt-ms: the emulated link needs --mode distributed, not centralized",
+        ),
         (
             ["--prompt-ids", "1", "--stop-predictor", "bundled", "--mode", "fused"],
             "--stop-predictor: needs --mode distributed, got fused",

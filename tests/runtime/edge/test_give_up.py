@@ -111,7 +111,7 @@ def test_the_openai_endpoint_answers_504_when_the_drafter_gives_up(
     from edgespec.config import from_dict
     from edgespec.runtime.edge.config import DrafterConfig
     from edgespec.runtime.openai_api.app import ApiConfig, build_app
-    from edgespec.runtime.openai_api.generation import EdgeSetup
+    from edgespec.runtime.openai_api.edge_setup import EdgeSetup
     from edgespec.runtime.openai_api.serve import ApiThread
     from edgespec.runtime.wire.grpc_client import RemoteVerifier
     from tests.runtime.openai_api.conftest import word_tokenizer

@@ -22,7 +22,7 @@ from edgespec.config import from_dict  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
 from edgespec.runtime.edge.config import DrafterConfig  # noqa: E402
 from edgespec.runtime.openai_api.app import ApiConfig, build_app  # noqa: E402
-from edgespec.runtime.openai_api.generation import EdgeSetup  # noqa: E402
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup  # noqa: E402
 from edgespec.runtime.openai_api.schema import Limits  # noqa: E402
 from edgespec.runtime.openai_api.serve import ApiThread  # noqa: E402
 from edgespec.runtime.wire.grpc_client import RemoteVerifier  # noqa: E402

@@ -13,8 +13,8 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from edgespec.runtime.openai_api.chat_prompt import chat_ids, special_ids
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.errors import ApiError
-from edgespec.runtime.openai_api.generation import EdgeSetup
 from edgespec.runtime.openai_api.messages import Message
 from edgespec.runtime.openai_api.prompts import prompt_ids
 from edgespec.runtime.openai_api.schema import Limits

@@ -83,7 +83,8 @@ def test_an_app_whose_default_max_tokens_no_request_may_have_is_not_built() -> N
 def test_a_tree_drafter_refuses_sampling_before_any_worker() -> None:
     """A token tree is verified greedily: this was found once a worker drafted it, and the
     ValueError turned into a 400 (after a wait in the queue, or a 429 under load)."""
-    from edgespec.runtime.openai_api.generation import EdgeSetup, prepare
+    from edgespec.runtime.openai_api.edge_setup import EdgeSetup
+    from edgespec.runtime.openai_api.generation import prepare
     from edgespec.runtime.openai_api.schema import Defaults, Limits, parse_request
 
     config = from_dict(DrafterConfig, {"server": "127.0.0.1:1", "draft": "tiny-draft",
@@ -105,7 +106,8 @@ def test_a_tree_drafter_refuses_sampling_before_any_worker() -> None:
 def test_top_p_0_is_greedy_so_a_tree_drafter_takes_it_at_any_temperature() -> None:
     """top_p 0 keeps only the most likely token: the request is greedy (temperature 0, and
     top_p 1 for the core, whose top_p is in (0, 1]), which a tree drafter verifies."""
-    from edgespec.runtime.openai_api.generation import EdgeSetup, prepare
+    from edgespec.runtime.openai_api.edge_setup import EdgeSetup
+    from edgespec.runtime.openai_api.generation import prepare
     from edgespec.runtime.openai_api.sampling_fields import SamplingFields
     from edgespec.runtime.openai_api.schema import Defaults, Limits, parse_request
 

@@ -18,8 +18,8 @@ from edgespec.config import from_dict
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.openai_api import app as app_module
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.errors import invalid
-from edgespec.runtime.openai_api.generation import EdgeSetup
 from edgespec.runtime.openai_api.in_flight import InFlight
 from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.openai_api.stopping import serve_until_stopped

@@ -18,7 +18,7 @@ from edgespec.config import from_dict
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.openai_api.admission import Concurrency
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
-from edgespec.runtime.openai_api.generation import EdgeSetup
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.wire.drafter_clients import CLOSE_TIMEOUT_S, drafter_clients
 from tests.runtime.hung_server import hung_server

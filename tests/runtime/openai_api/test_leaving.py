@@ -1,7 +1,8 @@
-"""A client that leaves ends its generation at the next round and its session is closed,
-streamed or not. The server's forward passes are let through one permit at a time, so the
-client always leaves while its generation is held mid-way, however fast or loaded the
-machine (no hoping that 4000 tokens outlast a 1 s client timeout)."""
+"""A client that leaves ends its generation at the next round (a centralized request's, at
+the server's next chunk) and its session is closed, streamed or not. The server's forward
+passes are let through one permit at a time, so the client always leaves while its
+generation is held mid-way, however fast or loaded the machine (no hoping that 4000
+tokens outlast a 1 s client timeout)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
 from edgespec.runtime.openai_api.connections import HALF_CLOSE_GRACE_S
-from edgespec.runtime.openai_api.generation import EdgeSetup
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.grpc_server import ServerThread
@@ -70,13 +71,18 @@ def _client(api: ApiThread, timeout_s: float) -> Any:
                          timeout=timeout_s, max_retries=0)  # fmt: skip
 
 
+MODES = pytest.mark.parametrize("mode", ["distributed", "centralized"])
+
+
+@MODES
 def test_client_leaving_mid_stream_closes_the_session(
-    gated: tuple[ApiThread, ServerThread],
+    gated: tuple[ApiThread, ServerThread], mode: str
 ) -> None:
     api, server = gated
-    GatedTarget.permits.release(1)  # the first round's verification only
+    GatedTarget.permits.release(1)  # the first round's verification (or decoding) only
+    ext = {"ignore_eos": True, "edgespec": {"mode": mode}}
     stream = _client(api, 60).completions.create(model=MODEL, prompt="w1", max_tokens=4000,
-                                                 stream=True)  # fmt: skip
+                                                 stream=True, extra_body=ext)  # fmt: skip
     next(iter(stream))
     assert server.service is not None and server.service.stats().num_sessions == 1
     stream.close()
@@ -87,12 +93,15 @@ def test_client_leaving_mid_stream_closes_the_session(
     assert forwarded < 200  # ended at its next round, not run to its 4000 tokens
 
 
+@MODES
 def test_client_leaving_a_non_streamed_request_closes_the_session(
-    gated: tuple[ApiThread, ServerThread],
+    gated: tuple[ApiThread, ServerThread], mode: str
 ) -> None:
     api, server = gated  # no permit: the generation cannot end before the client leaves
     with pytest.raises(openai.APITimeoutError):
-        _client(api, 1.0).completions.create(model=MODEL, prompt="w1", max_tokens=4000)
+        ext = {"ignore_eos": True, "edgespec": {"mode": mode}}
+        _client(api, 1.0).completions.create(model=MODEL, prompt="w1", max_tokens=4000,
+                                             extra_body=ext)  # fmt: skip
     # the endpoint takes it for gone after the grace for a half-close, then notices
     time.sleep(HALF_CLOSE_GRACE_S + 2)  # within its 0.25 s poll
     GatedTarget.permits.release(PLENTY)

@@ -24,7 +24,7 @@ from edgespec.runtime.messages import VerifyCall, VerifyReply
 from edgespec.runtime.openai_api.admission import Concurrency
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
 from edgespec.runtime.openai_api.connections import HALF_CLOSE_GRACE_S
-from edgespec.runtime.openai_api.generation import EdgeSetup
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.grpc_server import ServerThread

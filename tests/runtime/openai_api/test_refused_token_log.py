@@ -19,8 +19,8 @@ from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.openai_api import throttle
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.errors import from_request_error
-from edgespec.runtime.openai_api.generation import EdgeSetup
 from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.openai_api.throttle import RefusedCredentials
 from edgespec.runtime.wire.grpc_client import RemoteVerifier

@@ -19,8 +19,9 @@ from edgespec.policies.registry import build_policy
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import ServerStats, SessionSpec
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.errors import ApiError
-from edgespec.runtime.openai_api.generation import EdgeSetup, prepare, run_request
+from edgespec.runtime.openai_api.generation import prepare, run_request
 from edgespec.runtime.openai_api.schema import Defaults, Limits, parse_request
 from tests.runtime.openai_api.conftest import MODEL, word_tokenizer
 from tests.runtime.round_fakes import Clock

@@ -24,7 +24,7 @@ from edgespec.runtime.edge.reconnect import MIN_ATTEMPT_S
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.openai_api.admission import Concurrency
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
-from edgespec.runtime.openai_api.generation import EdgeSetup
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.health import PROBE_INTERVAL_S
 from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.openai_api.server_watch import ServerWatch

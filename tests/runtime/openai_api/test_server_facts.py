@@ -16,8 +16,9 @@ import pytest
 from edgespec.config import ConfigError, from_dict
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.edge.config import DrafterConfig
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.errors import ApiError
-from edgespec.runtime.openai_api.generation import EdgeSetup, prepare
+from edgespec.runtime.openai_api.generation import prepare
 from edgespec.runtime.openai_api.schema import Defaults, Limits, parse_request
 from edgespec.runtime.openai_api.serve import _setup
 from edgespec.runtime.wire.grpc_client import RemoteVerifier

@@ -20,7 +20,7 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.messages import ServerStats
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
-from edgespec.runtime.openai_api.generation import EdgeSetup
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.health import PROBE_INTERVAL_S, PROBE_TIMEOUT_S
 from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.wire.grpc_client import RemoteVerifier

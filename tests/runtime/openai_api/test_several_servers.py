@@ -18,7 +18,7 @@ from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import ServerHealth
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
-from edgespec.runtime.openai_api.generation import EdgeSetup
+from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.serve import ApiThread, _setup
 from edgespec.runtime.wire import grpc_client
 from tests.runtime.openai_api.conftest import LIMITS, MODEL, _error, word_tokenizer

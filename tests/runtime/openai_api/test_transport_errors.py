@@ -158,7 +158,7 @@ def test_a_draft_block_over_the_message_limit_is_400_and_not_retried(
     ("extra", "message"),
     [
         (["--serve-openai", "nowhere"], "--serve-openai: expected HOST:PORT"),
-        (["--serve-openai", "127.0.0.1:0", "--mode", "centralized"], "drop --mode centralized"),
+        (["--serve-openai", "127.0.0.1:0", "--mode", "fused"], "not fused: drop --mode fused"),
         (["--serve-openai", "127.0.0.1:0", "--compare"], "--compare is for one prompt"),
     ],
 )

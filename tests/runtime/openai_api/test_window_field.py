@@ -10,14 +10,9 @@ from typing import Any
 import pytest
 
 from edgespec.runtime.openai_api.errors import ApiError
+from edgespec.runtime.openai_api.extension import WindowChoice
 from edgespec.runtime.openai_api.prompts import prompt_ids
-from edgespec.runtime.openai_api.schema import (
-    Defaults,
-    Limits,
-    WindowChoice,
-    decode_body,
-    parse_request,
-)
+from edgespec.runtime.openai_api.schema import Defaults, Limits, decode_body, parse_request
 
 
 def _refusal(window: Any) -> ApiError:
@@ -48,7 +43,7 @@ def test_an_unknown_field_of_edgespec_is_an_unknown_parameter() -> None:
     error = info.value
     assert (error.status, error.param, error.code, error.message) == (
         400, "edgespec", "unknown_parameter",
-        'edgespec has unknown fields ["windw"] (known: slo_class, window)',
+        'edgespec has unknown fields ["windw"] (known: mode, slo_class, window)',
     )  # fmt: skip
 
 
