@@ -38,18 +38,27 @@ them."""
 @dataclass(frozen=True, slots=True)
 class DraftRows:
     """How a sampled round's draft distributions travel on the uplink: ``wire``
-    (:data:`DraftProbsWire`) and the ``top_k`` cut the session samples with (0: none), which
-    bounds a compact row's kept entries: a draft shaped as the target's rows are keeps at
-    most ``top_k`` tokens (top-p and min-p leave a number no scenario knows: a compact row
-    is charged its cap then, :data:`~edgespec.core.wire_limits.DRAFT_SUPPORT_MAX_TOKENS`)."""
+    (:data:`DraftProbsWire`), the ``top_k`` cut the session samples with (0: none), which
+    bounds a compact row's kept entries (a draft shaped as the target's rows are keeps at
+    most ``top_k`` tokens), and ``mean_entries``, the entries a compact row kept on average
+    where captures measured them at the session's sampling (``edgespec trace``'s
+    ``draft_row_entries``; 0: not measured). Top-p and min-p leave a number only a capture
+    knows: unmeasured, a compact row is charged its cap,
+    :data:`~edgespec.core.wire_limits.DRAFT_SUPPORT_MAX_TOKENS`, or ``top_k``."""
 
     wire: DraftProbsWire
     top_k: int = 0
+    mean_entries: float = 0.0
 
-    def max_entries(self, vocab_size: int) -> int:
-        """The most entries one compact row over ``vocab_size`` tokens keeps."""
+    def row_entries(self, vocab_size: int) -> int:
+        """The entries one compact row over ``vocab_size`` tokens is charged: the measured
+        mean, rounded (at least 1), else the most it may keep."""
         kept = min(vocab_size, DRAFT_SUPPORT_MAX_TOKENS)
-        return kept if self.top_k <= 0 else min(kept, self.top_k)
+        if self.top_k > 0:
+            kept = min(kept, self.top_k)
+        if self.mean_entries > 0:
+            return min(kept, max(1, round(self.mean_entries)))
+        return kept
 
 
 MAX_LINK_DELAY_MS = 60_000.0
@@ -103,13 +112,13 @@ def varint_bytes(value: int) -> int:
 def draft_probs_row_bytes(vocab_size: int, rows: DraftRows | None) -> int:
     """Bytes of one drafted token's distribution q over ``vocab_size`` tokens on the uplink:
     none (``None``: greedy verification sends no q), ``dense`` (V fp16 values) or
-    ``compact`` (at most: its entry count, then as many entries as a row may keep,
-    :meth:`DraftRows.max_entries`, each the largest token id's varint and a float32)."""
+    ``compact`` (its entry count, then the entries a row is charged,
+    :meth:`DraftRows.row_entries`, each the largest token id's varint and a float32)."""
     if rows is None:
         return 0
     if rows.wire == "dense":
         return PROB_BYTES * vocab_size
-    return compact_row_bytes(rows.max_entries(vocab_size), vocab_size)
+    return compact_row_bytes(rows.row_entries(vocab_size), vocab_size)
 
 
 def compact_row_bytes(num_entries: int, vocab_size: int) -> int:

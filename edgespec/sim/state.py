@@ -18,8 +18,9 @@ from edgespec.sim.model.inbound_queue import DueIndex
 from edgespec.sim.model.layout import Layout
 from edgespec.sim.model.stop_model import StopModel
 from edgespec.sim.setup.build import Policies
+from edgespec.sim.setup.lengths import LengthTable
 from edgespec.sim.setup.scenario import Scenario
-from edgespec.sim.setup.workload import LengthTable, TraceEntry
+from edgespec.sim.setup.workload import TraceEntry
 
 
 class SimState:
@@ -93,4 +94,6 @@ class SimState:
         self.may_fuse = self.fuses is not False  # servers add fused entries' draft passes
         self.deadline_rule = scenario.deadline_rule
         sampled = scenario.temperature > 0  # stochastic verification: q rows uplinked
-        self.draft_rows = DraftRows(scenario.draft_probs, scenario.top_k) if sampled else None
+        entries = self.trace_pool.mean_row_entries if self.trace_pool is not None else 0.0
+        rows = DraftRows(scenario.draft_probs, scenario.top_k, entries)
+        self.draft_rows = rows if sampled else None

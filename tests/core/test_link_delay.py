@@ -68,12 +68,25 @@ def test_a_compact_row_is_at_most_its_kept_entries_as_varint_ids_and_float32s() 
 def test_a_top_k_cut_bounds_a_compact_rows_entries_and_leaves_a_dense_row_whole() -> None:
     gemma = 262_144
     assert draft_probs_row_bytes(gemma, DraftRows("compact", top_k=40)) == 1 + 40 * (3 + 4)
-    assert DraftRows("compact", top_k=5000).max_entries(gemma) == 1024  # the cap still holds
-    assert DraftRows("compact", top_k=40).max_entries(30) == 30  # and the vocabulary
-    assert DraftRows("compact", top_k=0).max_entries(gemma) == 1024  # 0: uncut
+    assert DraftRows("compact", top_k=5000).row_entries(gemma) == 1024  # the cap still holds
+    assert DraftRows("compact", top_k=40).row_entries(30) == 30  # and the vocabulary
+    assert DraftRows("compact", top_k=0).row_entries(gemma) == 1024  # 0: uncut
     dense = draft_probs_row_bytes(gemma, DraftRows("dense", top_k=40))
     assert dense == draft_probs_row_bytes(gemma, DraftRows("dense")) == 2 * gemma
     assert uplink_bytes(2, 0, gemma, DraftRows("compact", top_k=3)) == 64 + 8 + 2 * (1 + 3 * 7)
+
+
+def test_measured_entries_are_charged_rounded_within_the_cut_and_the_cap() -> None:
+    """A capture's mean kept entries (a top-p draft keeps few of Gemma's 262,144 tokens)."""
+    gemma = 262_144
+    assert DraftRows("compact", mean_entries=2.4).row_entries(gemma) == 2
+    assert DraftRows("compact", mean_entries=2.6).row_entries(gemma) == 3
+    assert DraftRows("compact", mean_entries=0.2).row_entries(gemma) == 1  # a row keeps one
+    assert DraftRows("compact", top_k=4, mean_entries=9.0).row_entries(gemma) == 4
+    assert DraftRows("compact", mean_entries=5000.0).row_entries(gemma) == 1024
+    assert draft_probs_row_bytes(gemma, DraftRows("compact", mean_entries=3.0)) == 1 + 3 * 7
+    dense = DraftRows("dense", mean_entries=3.0)  # a dense row is every token's, measured or not
+    assert draft_probs_row_bytes(gemma, dense) == 2 * gemma
 
 
 def test_downlink_counts_hidden_values() -> None:

@@ -15,6 +15,7 @@ from edgespec.sim.model.layout import Layout
 from edgespec.sim.model.stop_model import StopModel
 from edgespec.sim.setup import build
 from edgespec.sim.setup.build import Policies
+from edgespec.sim.setup.lengths import LengthTable
 from edgespec.sim.setup.resolve import resolve
 from edgespec.sim.setup.scenario import Scenario
 from edgespec.sim.setup.sources import (
@@ -23,7 +24,7 @@ from edgespec.sim.setup.sources import (
     load_workload_trace,
     stop_features,
 )
-from edgespec.sim.setup.workload import LengthTable, TraceEntry
+from edgespec.sim.setup.workload import TraceEntry
 
 
 def build_fleet(

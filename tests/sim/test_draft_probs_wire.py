@@ -48,3 +48,24 @@ def test_each_rounds_uplink_carries_its_rows_as_draft_probs_says(
     for wire in ("dense", "compact"):
         uplinks = _uplinks(tmp_path, [f"fast_path={fast}", f"draft_probs={wire}", "top_k=40"])
         assert uplinks == [pytest.approx(x, abs=1e-12) for x in greedy]
+
+
+SAMPLED_ROWS = [{**ROWS[0], "temperature": 0.8, "top_p": 0.9, "acceptance_prob": [0.5] * 7,
+                 "draft_row_entries": [2, 3, 3, 2, 4, 3, 3]}]  # fmt: skip
+"""A sampled capture at T = 0.8 with top-p 0.9: its draft rows kept 20 entries in 7 rows."""
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_compact_row_is_charged_the_entries_a_capture_at_the_same_sampling_measured(
+    tmp_path: Path, fast: bool
+) -> None:
+    """Top-p leaves a number of entries only a capture knows: its rows' mean (20 / 7,
+    charged 3) where the scenario samples as it was captured; the cap (1,024) otherwise."""
+    data = hand_trace_scenario(tmp_path, SAMPLED_ROWS, gamma=3, duration_s=10.0)
+    on = [f"fast_path={fast}", "temperature=0.8", "draft_probs=compact"]
+    cases = [(["top_p=0.9"], 1 + 3 * (3 + 4)), (["top_p=0.5"], 2 + 1024 * (3 + 4))]
+    for cuts, row in cases:
+        result = simulate(scenario_from_dict(data, [*on, *cuts]))
+        uplinks = [r.uplink_s for r in result.rounds]
+        expected = [0.01 + (64 + 4 * (d + p) + d * row) / 1e6 for d, p in ((3, 4), (3, 0))]
+        assert uplinks == [pytest.approx(x, abs=1e-12) for x in expected]

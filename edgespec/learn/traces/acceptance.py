@@ -2,12 +2,14 @@
 target's output on the target's prefix (``acceptance_seq`` and, for neural drafts, the
 draft-logit features), the continuations a rejection leaves, and the target's hidden rows
 feature drafts need; :func:`flags_from_rounds` for drafters whose steps are rounds. A
-sampled capture (``edgespec trace --temperature``): :func:`acceptance_probabilities` (α per
-position) and :func:`sampled_flags` (the outcomes its rounds drew)."""
+sampled capture (``edgespec trace --temperature``): :func:`acceptance_probabilities` (α and
+the draft row's kept entries per position) and :func:`sampled_flags` (the outcomes its
+rounds drew)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -104,6 +106,16 @@ def flags_from_rounds(accepted: Sequence[int], num_output: int) -> tuple[int, ..
     return tuple(flags[:num_output]) + (0,) * max(0, num_output - len(flags))
 
 
+@dataclass(frozen=True, slots=True)
+class SampledPositions:
+    """A sampled capture's per output position: α, the probability that stochastic
+    verification accepts the draft's token there, and ``row_entries``, the nonzero entries
+    of the draft's row q (a compact uplink row's size)."""
+
+    alphas: tuple[float, ...]
+    row_entries: tuple[int, ...]
+
+
 def acceptance_probabilities(
     drafter: DraftBackend,
     target: TargetBackend,
@@ -111,19 +123,21 @@ def acceptance_probabilities(
     output_ids: Sequence[int],
     sampling: SamplingParams,
     target_hidden: npt.NDArray[np.float32] | None = None,
-) -> tuple[float, ...]:
-    """α at every output position j: the probability that stochastic verification with
+) -> SampledPositions:
+    """α at every output position j, the probability that stochastic verification with
     ``sampling`` (its temperature and cuts) accepts the draft's token there, Σ min(p_j, q_j)
     (:func:`~edgespec.core.speculative.acceptance_probability`), with p_j the target's
     distribution after prompt + output[:j] (its rows in passes: :func:`_target_rows`) and
     q_j the draft's, asked for one token on that prefix as the drafter loop asks, its rows
     cut as the target's (:func:`~edgespec.runtime.backends.draft_shaping.draft_shaping`; a
-    drafter without a distribution, prompt lookup, proposes one token for certain)."""
+    drafter without a distribution, prompt lookup, proposes one token for certain); q_j's
+    nonzero entries are what a compact ``VerifyRequest`` row carries for it."""
     rng = np.random.default_rng(0)
     drafter.reset()
     if target_hidden is not None and isinstance(drafter, FeatureDraftBackend):
         drafter.observe_target_hidden(0, target_hidden)
     alphas: list[float] = []
+    entries: list[int] = []
     temperature, cut = sampling.temperature, (sampling.top_p, sampling.top_k, sampling.min_p)
     shaping = draft_shaping(sampling, len(prompt_ids))
     for j, row in enumerate(_target_rows(target, prompt_ids, output_ids)):
@@ -136,8 +150,9 @@ def acceptance_probabilities(
         else:
             draft_probs = np.asarray(proposal.probs[0], dtype=np.float64)
         alphas.append(acceptance_probability(target_probs, draft_probs))
+        entries.append(int(np.count_nonzero(draft_probs)))
     drafter.reset()
-    return tuple(alphas)
+    return SampledPositions(tuple(alphas), tuple(entries))
 
 
 ROWS_PER_PASS = 64

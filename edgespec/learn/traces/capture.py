@@ -23,6 +23,7 @@ import numpy as np
 
 from edgespec.core.types import RoundRecord
 from edgespec.learn.traces.acceptance import (
+    SampledPositions,
     acceptance_probabilities,
     flags_from_rounds,
     per_position_acceptance,
@@ -67,10 +68,10 @@ def capture_one(
     output = result.output_token_ids
     on_stage("acceptance per position")
     hidden = target_hidden_rows(target, (*prompt_ids, *output)) if wants_hidden(drafter) else None
-    drawn, alphas = None, None
+    drawn, sampled = None, None
     if settings.temperature > 0:
-        drawn, alphas = _sampled_acceptance(target, drafter, prompt_ids, result, settings, index,
-                                            hidden)  # fmt: skip
+        drawn, sampled = _sampled_acceptance(target, drafter, prompt_ids, result, settings,
+                                             index, hidden)  # fmt: skip
     seq, feats, after = _acceptance(drafter, prompt_ids, result, settings.gamma_max, hidden, drawn)
     target_only_ms, assisted_ms, lossless = baselines(
         target, pair, prompt_ids, output, settings, index, on_stage
@@ -96,7 +97,8 @@ def capture_one(
         draft_tree=settings.draft_tree,
         rejection_features=after,
         temperature=settings.temperature,
-        acceptance_prob=alphas,
+        acceptance_prob=None if sampled is None else sampled.alphas,
+        draft_row_entries=None if sampled is None else sampled.row_entries,
         top_k=settings.top_k,
         top_p=settings.top_p,
         min_p=settings.min_p,
@@ -142,15 +144,16 @@ def _sampled_acceptance(
     settings: CaptureSettings,
     index: int,
     hidden: Any,
-) -> tuple[tuple[int, ...], tuple[float, ...]]:
-    """A sampled capture's (flags, α per position): :func:`sampled_flags` of its rounds,
-    positions no round tested drawn with a stream of the prompt's own seed."""
+) -> tuple[tuple[int, ...], SampledPositions]:
+    """A sampled capture's flags (:func:`sampled_flags` of its rounds, positions no round
+    tested drawn with a stream of the prompt's own seed) and its α and draft rows' entries
+    per position."""
     output = result.output_token_ids
     sampling = prompt_sampling(settings, index)
-    alphas = acceptance_probabilities(drafter, target, prompt_ids, output, sampling, hidden)
+    sampled = acceptance_probabilities(drafter, target, prompt_ids, output, sampling, hidden)
     rounds = [(r.num_drafted, r.num_accepted) for r in result.rounds]
     rng = np.random.default_rng((prompt_seed(settings, index), 1))
-    return sampled_flags(rounds, alphas, rng), alphas
+    return sampled_flags(rounds, sampled.alphas, rng), sampled
 
 
 def _quiet(stage: str) -> None:

@@ -29,7 +29,9 @@ output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
   greedy): the output was sampled at T, ``acceptance_seq``
   holds what the rounds drew (:func:`edgespec.learn.traces.acceptance.sampled_flags`), and
   ``acceptance_prob`` each position's α, the probability that stochastic verification
-  accepts the draft's token there (4 decimals).
+  accepts the draft's token there (4 decimals), and ``draft_row_entries`` the entries the
+  draft's row q kept there (what a compact uplink row carries; the simulator charges their
+  mean, :class:`edgespec.core.link_delay.DraftRows`).
 - ``draft_tree``: for a token-tree drafter, its branching per depth (e.g. ``"3,3,2,1"``);
   the simulator then replays ``rounds`` as they ran (node counts verified and sent,
   accepted lengths) instead of ``acceptance_seq``.
@@ -58,6 +60,7 @@ from edgespec.sim.setup.trace_fields import (
     acceptance_values,
     cuts_value,
     probabilities_value,
+    row_entries_value,
     temperature_value,
 )
 
@@ -116,6 +119,8 @@ class TraceRecord:
     top_p: float = 1.0
     min_p: float = 0.0
     """A sampled capture's cuts (``edgespec trace --top-k/--top-p/--min-p``; off: no cut)."""
+    draft_row_entries: tuple[int, ...] | None = None
+    """A sampled capture's kept entries of the draft's row per output position."""
 
     def __post_init__(self) -> None:
         SamplingParams(self.temperature, self.top_p, top_k=self.top_k, min_p=self.min_p)
@@ -133,6 +138,10 @@ class TraceRecord:
                 )
             if not all(0.0 <= a <= 1.0 for a in self.acceptance_prob):
                 raise ValueError(f"{self.request_id}: acceptance_prob entries must be in [0, 1]")
+        entries = self.draft_row_entries
+        if entries is not None and (self.temperature == 0 or len(entries) != self.output_tokens):
+            raise ValueError(f"{self.request_id}: draft_row_entries come with a temperature > 0, "
+                             "one per output token")  # fmt: skip
         if len(self.acceptance_seq) != self.output_tokens:
             raise ValueError(
                 f"{self.request_id}: acceptance_seq has {len(self.acceptance_seq)} entries "
@@ -191,6 +200,8 @@ def record_to_json(record: TraceRecord) -> dict[str, Any]:
         out["temperature"] = record.temperature
         out.update(written_cuts(record.top_p, record.top_k, record.min_p))
         out["acceptance_prob"] = [_round(a, PROB_DIGITS) for a in record.acceptance_prob]
+    if record.draft_row_entries is not None:
+        out["draft_row_entries"] = list(record.draft_row_entries)
     if record.rejection_features is not None:
         out["rejection_features"] = [
             [p, [[_round(v, FEATURE_DIGITS) for v in row] for row in rows]]
@@ -244,6 +255,7 @@ def record_from_json(obj: Any, where: str) -> TraceRecord:
             rejection_features=after,
             temperature=temperature_value(obj.get("temperature", 0.0), where),
             acceptance_prob=probabilities_value(obj, where),
+            draft_row_entries=row_entries_value(obj, where),
             **cuts_value(obj, where),
         )
     except ConfigError:

@@ -26,7 +26,9 @@ class TraceSummary:
     ``replayed_aal``: the same recomputed from ``acceptance_seq`` at window ``gamma``;
     ``position_acceptance``: the share of 1s in ``acceptance_seq``; ``expected_acceptance``:
     a sampled capture's mean α per position (``acceptance_prob``; ``None`` when greedy),
-    what ``position_acceptance`` estimates with the variance of the draws taken out.
+    what ``position_acceptance`` estimates with the variance of the draws taken out;
+    ``mean_row_entries``: the entries its draft rows kept per position on average
+    (``draft_row_entries``, a compact uplink row's size; ``None`` when greedy).
     """
 
     name: str
@@ -37,6 +39,7 @@ class TraceSummary:
     replayed_aal: float
     position_acceptance: float
     expected_acceptance: float | None
+    mean_row_entries: float | None
     sd_tokens_per_s: float | None
     target_tokens_per_s: float | None
     assisted_tokens_per_s: float | None
@@ -77,6 +80,7 @@ def summarize_traces(
     ]
     flags = [f for rec in records for f in rec.acceptance_seq]
     alphas = [a for rec in records for a in rec.acceptance_prob or ()]
+    entries = [n for rec in records for n in rec.draft_row_entries or ()]
     drafted = sum(r.gamma for r in rounds)
     draft_ms = sum(r.draft_ms for r in rounds)
     lossless_flags = [rec.lossless for rec in records if rec.lossless is not None]
@@ -89,6 +93,7 @@ def summarize_traces(
         replayed_aal=sum(replayed) / len(replayed) if replayed else 0.0,
         position_acceptance=sum(flags) / len(flags) if flags else 0.0,
         expected_acceptance=sum(alphas) / len(alphas) if alphas else None,
+        mean_row_entries=sum(entries) / len(entries) if entries else None,
         sd_tokens_per_s=_speed(records, "sd_ms"),
         target_tokens_per_s=_speed(records, "target_only_ms"),
         assisted_tokens_per_s=_speed(records, "assisted_ms"),

@@ -29,7 +29,7 @@ table."""
 @cache
 def mean_output_tokens(dataset: str) -> float:
     """The mean output length of ``dataset``'s length table."""
-    from edgespec.sim.setup.workload import load_length_table
+    from edgespec.sim.setup.lengths import load_length_table
 
     outputs = load_length_table(LENGTH_TABLES[dataset]).output_tokens
     return sum(outputs) / len(outputs)

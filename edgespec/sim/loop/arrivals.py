@@ -12,8 +12,9 @@ from edgespec.sim.kernel import EventQueue
 from edgespec.sim.model.entities import DeviceState
 from edgespec.sim.model.layout import Layout
 from edgespec.sim.model.rng import spawn_generator
+from edgespec.sim.setup.lengths import LengthTable
 from edgespec.sim.setup.scenario import Scenario, WorkloadConfig
-from edgespec.sim.setup.workload import LengthTable, TraceEntry
+from edgespec.sim.setup.workload import TraceEntry
 
 Offer = Callable[[DeviceState, Request, "tuple[int, ...] | None", float], None]
 

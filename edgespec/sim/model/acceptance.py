@@ -64,6 +64,10 @@ class TraceAcceptance:
     """Set (the run's seed): a request drawing a sequence that has an α gets one redrawn
     from it (:func:`redrawn_sequence`, keyed by the seed, its cell and its index there),
     not the captured one."""
+    mean_row_entries: float = 0.0
+    """The entries the draft's row kept per position, on average over the replayed captures
+    made at the scenario's sampling that recorded them (``draft_row_entries``; 0: none):
+    what a compact uplink row is charged (:class:`~edgespec.core.link_delay.DraftRows`)."""
 
     def seq_for(self, request_index: int, cell: int | None = None) -> tuple[int, ...]:
         """The sequence of the ``request_index``-th request (of ``cell``, a pinned cell's

@@ -10,8 +10,8 @@ Modules, by responsibility:
   paths are read against its folder by :mod:`edgespec.config.file_paths`;
 * :mod:`.pools`, :mod:`.cells`, :mod:`.topology`, :mod:`.wireless` — the pools, the cells
   they are pinned in, their expansion into entities, a wireless link's uplinks;
-* :mod:`.workload` — request traces, length tables; :mod:`.trace_fields` — the fields a
-  trace line may have, and the refusal of any other;
+* :mod:`.workload` — request traces; :mod:`.lengths` — length tables;
+  :mod:`.trace_fields` — the fields a trace line may have, and the refusal of any other;
 * :mod:`.sources` — the data files a scenario names, loaded; :mod:`.resolve` — everything
   it names, resolved once; :mod:`.build` — the run's parts built from that.
 """

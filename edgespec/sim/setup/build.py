@@ -23,6 +23,7 @@ from edgespec.sim.model.rng import spawn_streams
 from edgespec.sim.model.semantic import DeviceSemantics, device_semantics
 from edgespec.sim.model.stop_model import StopModel
 from edgespec.sim.setup.cells import select_cells
+from edgespec.sim.setup.lengths import LengthTable
 from edgespec.sim.setup.pools import DeviceSpec, ServerSpec
 from edgespec.sim.setup.resolve import (
     ResolvedPolicies,
@@ -34,7 +35,7 @@ from edgespec.sim.setup.scenario import Scenario
 from edgespec.sim.setup.sources import check_replayable
 from edgespec.sim.setup.topology import expand_topology
 from edgespec.sim.setup.wireless import device_link, devices_per_link
-from edgespec.sim.setup.workload import LengthTable, TraceEntry
+from edgespec.sim.setup.workload import TraceEntry
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from edgespec.sim.model.acceptance import AcceptanceModel
 from edgespec.sim.model.network import Link
 from edgespec.sim.model.semantic import RejectShareTable, load_reject_table
 from edgespec.sim.model.stop_model import ReplayFeatures
+from edgespec.sim.setup.lengths import LengthTable
 from edgespec.sim.setup.pools import CostModelConfig
 from edgespec.sim.setup.scenario import Scenario
 from edgespec.sim.setup.sources import (
@@ -31,7 +32,7 @@ from edgespec.sim.setup.sources import (
     load_workload_trace,
     stop_features,
 )
-from edgespec.sim.setup.workload import LengthTable, TraceEntry
+from edgespec.sim.setup.workload import TraceEntry
 
 WISP_NEEDS = (
     "give a profile (or a_s, b_compute_s, b_read_s, c_s), or a server pool with a wisp cost model"

@@ -21,13 +21,12 @@ from edgespec.sim.model.acceptance import (
     redrawn_sequence,
 )
 from edgespec.sim.model.stop_model import ReplayFeatures
+from edgespec.sim.setup.lengths import LengthTable, load_length_table
 from edgespec.sim.setup.scenario import Scenario
 from edgespec.sim.setup.trace_fields import ARRIVAL_KEYS
 from edgespec.sim.setup.workload import (
-    LengthTable,
     TraceEntry,
     bundled_traces,
-    load_length_table,
     load_trace,
     resolve_trace,
 )
@@ -124,7 +123,9 @@ def load_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> A
     features: list[tuple[tuple[float, ...], ...] | None] = []
     rejections: list[Mapping[int, tuple[tuple[float, ...], ...]] | None] = []
     alphas: list[tuple[float, ...] | None] = []
+    pool_entries: list[TraceEntry] = []
     for _, kept in pool_traces(scenario):
+        pool_entries += kept
         alphas += [e.acceptance_prob for e in kept]
         pool.extend(e.acceptance_seq for e in kept if e.acceptance_seq)
         features.extend(e.draft_features for e in kept)
@@ -146,7 +147,25 @@ def load_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> A
             "has one (a sampled capture's: edgespec trace --temperature T)",
         )
     seed = scenario.seed if acc.sampled_draws == "redrawn" else None
-    return TraceAcceptance(tuple(pool), tuple(features), tuple(rejections), tuple(alphas), seed)
+    captures = [e for e in trace if e.acceptance_seq] + (pool_entries if pooled else [])
+    return TraceAcceptance(tuple(pool), tuple(features), tuple(rejections), tuple(alphas), seed,
+                           measured_row_entries(scenario, captures))  # fmt: skip
+
+
+def measured_row_entries(scenario: Scenario, captures: Sequence[TraceEntry]) -> float:
+    """The mean of the ``draft_row_entries`` of ``captures`` made at the scenario's sampling
+    (its temperature and cuts), over every position they recorded; 0 when the scenario is
+    greedy or none recorded them."""
+    if scenario.temperature == 0:
+        return 0.0
+    counts = [
+        n
+        for e in captures
+        if e.draft_row_entries is not None
+        and (e.temperature, e.cuts) == (scenario.temperature, scenario.cuts)
+        for n in e.draft_row_entries
+    ]
+    return sum(counts) / len(counts) if counts else 0.0
 
 
 def pool_traces(scenario: Scenario) -> Iterator[tuple[str, tuple[TraceEntry, ...]]]:

@@ -59,6 +59,7 @@ READ_KEYS = (
     "top_p",
     "min_p",
     "acceptance_prob",
+    "draft_row_entries",
     "draft_tree",
     "rounds",
     "draft_features",
@@ -67,7 +68,8 @@ READ_KEYS = (
 """The fields the simulator reads (``rounds``: a token-tree trace's, under ``draft_tree``;
 ``temperature`` and the cuts: the capture's, which ``edgespec sim`` compares with the
 scenario's; ``acceptance_prob``: a sampled capture's α per position, which
-``acceptance.sampled_draws: redrawn`` draws from)."""
+``acceptance.sampled_draws: redrawn`` draws from; ``draft_row_entries``: its draft rows'
+kept entries, whose mean a compact uplink row is charged)."""
 
 RECORDED_KEYS = (
     "dataset",
@@ -170,6 +172,26 @@ def probabilities_value(
         message = f"has {len(raw)} entries for {num_output} output tokens"
         raise RecordError(where, message, "acceptance_prob")
     return tuple(float(v) for v in raw)
+
+
+def row_entries_value(
+    obj: Mapping[str, Any], where: str, num_output: int | None = None
+) -> tuple[int, ...] | None:
+    """``draft_row_entries``: a sampled capture's kept entries of the draft's row q at each
+    output position, integers >= 1 (``None`` when absent), one per output position when
+    ``num_output`` is given."""
+    raw = obj.get("draft_row_entries")
+    if raw is None:
+        return None
+    ok = isinstance(raw, list) and all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in raw
+    )
+    if not ok:
+        raise RecordError(where, "must be a list of integers >= 1", "draft_row_entries")
+    if num_output is not None and len(raw) != num_output:
+        message = f"has {len(raw)} entries for {num_output} output tokens"
+        raise RecordError(where, message, "draft_row_entries")
+    return tuple(raw)
 
 
 def cuts_value(obj: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -16,7 +16,6 @@ has, or one given under two spellings, is refused (:mod:`.trace_fields`).
 
 from __future__ import annotations
 
-import json
 import math
 import zlib
 from collections.abc import Mapping
@@ -25,9 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from edgespec.config import ConfigError, ConfigFileError, RecordError, as_written, read_jsonl
+from edgespec.config import ConfigFileError, RecordError, as_written, read_jsonl
 from edgespec.config.overrides import shown
 from edgespec.core.features import FeatureRows, parse_feature_rows, parse_rejection_rows
 from edgespec.core.sampling_cuts import SamplingCuts
@@ -42,6 +39,7 @@ from edgespec.sim.setup.trace_fields import (
     check_trace_fields,
     given_value,
     probabilities_value,
+    row_entries_value,
     sampling_cuts,
     temperature_value,
 )
@@ -64,6 +62,8 @@ class TraceEntry:
     """The cuts its capture sampled with (none: not recorded)."""
     acceptance_prob: tuple[float, ...] | None = None
     """A sampled capture's α per output position (``None``: not recorded)."""
+    draft_row_entries: tuple[int, ...] | None = None
+    """A sampled capture's kept entries of the draft's row per output position."""
     tree_rounds: tuple[tuple[int, int], ...] | None = None
     """A token-tree trace's rounds as captured: (nodes sent, draft tokens accepted)."""
     tree_depth: int = 0
@@ -148,6 +148,7 @@ def parse_trace_record(record: Any, where: str, line_id: str | None = None) -> T
         temperature=temperature_value(record.get("temperature", 0.0), where),
         cuts=sampling_cuts(record, where),
         acceptance_prob=probabilities_value(record, where, output),
+        draft_row_entries=row_entries_value(record, where, output),
         tree_rounds=tree_rounds,
         tree_depth=depth,
         draft_features=features,
@@ -259,39 +260,3 @@ def bundled_traces() -> list[Path]:
     """The real acceptance traces shipped in ``edgespec/data/traces``, sorted by name."""
     folder = _bundled_traces_dir()
     return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
-
-
-@dataclass(frozen=True, slots=True)
-class LengthTable:
-    """Paired (prompt, output) length samples; a draw resamples one index."""
-
-    dataset: str
-    prompt_tokens: tuple[int, ...]
-    output_tokens: tuple[int, ...]
-
-    def __post_init__(self) -> None:
-        if not self.prompt_tokens or len(self.prompt_tokens) != len(self.output_tokens):
-            raise ValueError(f"length table {self.dataset!r}: needs equal, non-empty columns")
-        if min(self.output_tokens) < 1 or min(self.prompt_tokens) < 0:
-            raise ValueError(f"length table {self.dataset!r}: lengths out of range")
-
-    def sample(self, rng: np.random.Generator) -> tuple[int, int]:
-        i = int(rng.integers(len(self.prompt_tokens)))
-        return self.prompt_tokens[i], self.output_tokens[i]
-
-
-def load_length_table(dataset: str) -> LengthTable:
-    """``edgespec/data/lengths/<dataset>.json`` (keys prompt_tokens, output_tokens)."""
-    folder = Path(str(resources.files("edgespec") / "data" / "lengths"))
-    path = folder / f"{dataset}.json"
-    if not path.is_file():
-        known = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
-        raise ConfigError(
-            "workload.dataset",
-            f"no length table {dataset!r}; known: {known}{did_you_mean(dataset, known)}",
-        )
-    data = json.loads(path.read_text())
-    try:
-        return LengthTable(dataset, tuple(data["prompt_tokens"]), tuple(data["output_tokens"]))
-    except (KeyError, ValueError) as exc:
-        raise ConfigFileError(str(path), f"bad length table: {exc}") from exc

@@ -56,7 +56,9 @@ def test_a_lookup_drafts_alpha_is_the_targets_probability_of_its_token(top_k: in
     lookup = NgramDrafter(max_ngram=2, vocab_size=target.vocab_size)
     prompt, output = (2, 5, 6, 7, 5, 6), (7, 5, 9, 7)
     sampling = SamplingParams(temperature=0.7, top_k=top_k)
-    alphas = acceptance_probabilities(lookup, target, prompt, output, sampling)
+    sampled = acceptance_probabilities(lookup, target, prompt, output, sampling)
+    alphas = sampled.alphas
+    assert sampled.row_entries == (1, 1, 1, 1)  # a compact row of one certain token
     # lookup proposes 7, 5, 6, 9 for certain (test_capture's hits and misses); the target's
     # row cut to its 3 likeliest tokens gives the others no chance
     proposed = (7, 5, 6, 9)
@@ -78,18 +80,39 @@ def test_the_target_rows_in_passes_are_those_of_one_pass(monkeypatch: pytest.Mon
     sampling = SamplingParams(temperature=0.9)
     whole = acceptance_probabilities(draft, target, prompt, output, sampling)
     monkeypatch.setattr(acceptance, "ROWS_PER_PASS", 3)  # passes of 3, 3 and 2 rows
-    assert acceptance_probabilities(draft, target, prompt, output, sampling) == pytest.approx(
-        whole, rel=1e-5
-    )
+    parts = acceptance_probabilities(draft, target, prompt, output, sampling)
+    assert parts.alphas == pytest.approx(whole.alphas, rel=1e-5)
+    assert parts.row_entries == whole.row_entries
 
 
 def test_a_draft_that_is_the_target_is_accepted_almost_surely() -> None:
     model = tiny_target()
     target, draft = TransformersTarget(model), TransformersDraft(model)
     sampling = SamplingParams(temperature=0.9)
-    alphas = acceptance_probabilities(draft, target, (2, 17, 4, 9), (33, 4, 9, 12, 40), sampling)
+    alphas = acceptance_probabilities(
+        draft, target, (2, 17, 4, 9), (33, 4, 9, 12, 40), sampling
+    ).alphas
     # the draft keeps its likeliest tokens up to 0.999 of its mass (runtime.sampling)
     assert len(alphas) == 5 and all(0.998 <= a <= 1.0 for a in alphas)
+
+
+def test_a_draft_rows_entries_are_those_its_cuts_keep() -> None:
+    """The draft drafts over the odd half of the vocabulary: uncut, a row keeps many of
+    those tokens; cut to the 3 likeliest, 3; a nucleus keeps fewer the more peaked the
+    row, at most what the uncut row keeps."""
+    target = TransformersTarget(tiny_target())
+    draft = TransformersDraft(tiny_draft(list(range(1, VOCAB, 2))))
+    prompt, output = (2, 17, 4, 9), (33, 4, 9, 12, 40, 7, 7, 30)
+
+    def entries(**cuts: float) -> tuple[int, ...]:
+        sampling = SamplingParams(temperature=0.9, **cuts)  # type: ignore[arg-type]
+        return acceptance_probabilities(draft, target, prompt, output, sampling).row_entries
+
+    uncut, top3, nucleus = entries(), entries(top_k=3), entries(top_p=0.5)
+    assert len(uncut) == len(output) and all(3 < n <= VOCAB // 2 for n in uncut)
+    assert top3 == (3,) * len(output)
+    assert all(1 <= n <= u for n, u in zip(nucleus, uncut, strict=True))
+    assert sum(nucleus) < sum(uncut)
 
 
 PROMPTS = [(f"p{i}", "toy", (2, 5 + i, 17, 4 + i, 9, 33, 4)) for i in range(6)]
@@ -157,6 +180,9 @@ def test_the_command_samples_and_reports_the_expected_acceptance(
     assert main(out) == 0
     records = read_trace(tmp_path / "t.jsonl")
     assert [(r.temperature, r.top_k) for r in records] == [(0.8, 20), (0.8, 20)]
+    for r in records:  # the compact rows' sizes, within the cut, one per output token
+        assert r.draft_row_entries is not None and len(r.draft_row_entries) == r.output_tokens
+        assert min(r.draft_row_entries) >= 1 and max(r.draft_row_entries) <= 20
     assert all(r.lossless is None and r.target_only_ms and r.assisted_ms for r in records)
     summary = json.loads((tmp_path / "s.json").read_text())
     title = "speculative decoding, sampled at T = 0.8, top-k 20, γ = 4, static window"
@@ -164,6 +190,8 @@ def test_the_command_samples_and_reports_the_expected_acceptance(
     alphas = [a for r in records for a in r.acceptance_prob or ()]
     [row] = summary["summary"]
     assert row["expected_acceptance"] == pytest.approx(sum(alphas) / len(alphas), abs=1e-4)
+    entries = [n for r in records for n in r.draft_row_entries or ()]
+    assert row["mean_row_entries"] == pytest.approx(sum(entries) / len(entries))
     assert f" {row['expected_acceptance']:.3f} " in capsys.readouterr().err  # the table's
 
 

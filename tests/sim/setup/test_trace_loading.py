@@ -8,7 +8,8 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.config import ConfigError
-from edgespec.sim.setup.workload import LengthTable, TraceEntry, load_trace, resolve_trace
+from edgespec.sim.setup.lengths import LengthTable
+from edgespec.sim.setup.workload import TraceEntry, load_trace, resolve_trace
 
 
 def _write(path: Path, rows: list[object]) -> Path:
