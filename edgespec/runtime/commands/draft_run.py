@@ -138,8 +138,8 @@ class DraftRun:
             ready()
         arrival = self.clock()
         first = None
-        stream = self._stream(spec, fused, gamma, logprobs.extend)
         with self._shown() as shown:
+            stream = self._stream(spec, fused, gamma, logprobs.extend, shown.reconnecting)
             try:
                 for chunk in stream:
                     if chunk and first is None:
@@ -162,15 +162,22 @@ class DraftRun:
         return outcome
 
     def _stream(
-        self, spec: Any, fused: bool, gamma: int, on_logprobs: Callable[..., None]
-    ) -> Generator[tuple[int, ...]]:
+        self, spec: Any, fused: bool, gamma: int, on_logprobs: Callable[..., None],
+        on_reconnect: Callable[..., None],
+    ) -> Generator[tuple[int, ...]]:  # fmt: skip
         """The server-side generation's chunks (their log-probabilities to ``on_logprobs``),
-        its first retried while the server is unreachable, for ``first_open_retry_s``
-        (:func:`~edgespec.runtime.edge.server_side.server_side_chunks`)."""
-        from edgespec.runtime.edge.server_side import server_side_chunks
+        its first retried while the server is unreachable, for ``first_open_retry_s``, a
+        stream the server lost gone on from what it committed (said to ``on_reconnect``),
+        within ``--retry-timeout-s`` and the progress budget
+        (:func:`~edgespec.runtime.edge.server_side.resumed_chunks`)."""
+        from edgespec.runtime.edge.progress import ProgressBudget
+        from edgespec.runtime.edge.server_side import resumed_chunks
 
-        return server_side_chunks(self.verifier, spec, fused, gamma, on_logprobs, self.clock,
-                                  self.first_open_retry_s)  # fmt: skip
+        config = self.config
+        budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
+        retry_s = (self.first_open_retry_s, config.retry_timeout_s)
+        return resumed_chunks(self.verifier, spec, fused, gamma, on_logprobs, self.clock,
+                              retry_s, budget, on_reconnect=on_reconnect)  # fmt: skip
 
     def _tree_max_nodes(self) -> int:
         """``tree_max_nodes``, or the server's ``max_draft_tokens`` when a tree's is more

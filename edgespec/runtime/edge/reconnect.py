@@ -144,26 +144,13 @@ def reopen(
     ``<session>#r<reconnect>.<attempt>`` is new for every reconnect of the generation, even
     with no progress in between. An attempt that failed is closed too: an open whose
     answer timed out may still have opened the session on the server."""
-    sampling = first.sampling
-    remaining = dataclasses.replace(
-        sampling,
-        max_new_tokens=sampling.max_new_tokens - len(output),
-        min_tokens=max(sampling.min_tokens - len(output), 0),
-        seed=reopened_seed(sampling.seed, len(output)),
-        # they came with the first reply that committed a token: asked again only before it
-        prompt_logprobs=None if output else sampling.prompt_logprobs,
-    )
     if cancel is not None and cancel.is_set():
         raise Cancelled("cancelled before its session was reopened")
-    context = (*first.prompt_token_ids, *output)
     attempts = itertools.count(1)
 
     def attempt(left_s: float) -> str:
         session_id = reconnect_session_id(first.session_id, reconnect, next(attempts))
-        reopened = dataclasses.replace(
-            first, session_id=session_id, prompt_token_ids=context, sampling=remaining,
-            num_prior_output_tokens=first.num_prior_output_tokens + len(output),
-        )  # fmt: skip
+        reopened = resumed_spec(first, output, session_id)
         try:
             open_bounded(verifier, reopened, attempt_timeout_s(left_s), cancel)
         except RequestError as exc:
@@ -182,6 +169,26 @@ def reconnect_session_id(first_session_id: str, reconnect: int, attempt: int) ->
     """The id of a generation's ``reconnect``-th reopened session, at its ``attempt``-th
     try: new for every reconnect and try, even with no progress in between."""
     return f"{first_session_id}#r{reconnect}.{attempt}"
+
+
+def resumed_spec(first: SessionSpec, output: Sequence[int], session_id: str) -> SessionSpec:
+    """The session ``session_id`` that goes on from a generation opened as ``first`` once it
+    committed ``output``: every committed token its prompt (the output among them counted as
+    such, for the penalties), the rest of the token budget and of ``min_tokens``, a seed of
+    its own (:func:`reopened_seed`), the prompt's log-probabilities asked again only while
+    none was committed (they came with the first reply that committed a token)."""
+    sampling = first.sampling
+    remaining = dataclasses.replace(
+        sampling,
+        max_new_tokens=sampling.max_new_tokens - len(output),
+        min_tokens=max(sampling.min_tokens - len(output), 0),
+        seed=reopened_seed(sampling.seed, len(output)),
+        prompt_logprobs=None if output else sampling.prompt_logprobs,
+    )
+    return dataclasses.replace(
+        first, session_id=session_id, prompt_token_ids=(*first.prompt_token_ids, *output),
+        sampling=remaining, num_prior_output_tokens=first.num_prior_output_tokens + len(output),
+    )  # fmt: skip
 
 
 def reopened_seed(seed: int | None, num_output: int) -> int | None:

@@ -1,8 +1,12 @@
 """The server-side baselines' stream, as ``edgespec draft --mode centralized|fused`` and the
-OpenAI endpoint's centralized requests read it: the committed chunks of one ``Generate``
+OpenAI endpoint's centralized requests read it: the committed chunks of a ``Generate``
 call, whose first chunk is asked for again while the server is unreachable (restarting),
-for ``first_open_retry_s``; after it an error ends the request (the server holds no session
-to resume)."""
+for ``first_open_retry_s`` (:func:`server_side_chunks`). A stream the server lost once it
+had streamed (restarted, gone) goes on where it was cut (:func:`resumed_chunks`): a new
+``Generate`` with every committed token as its prompt, as a distributed generation's lost
+session is reopened (:func:`~edgespec.runtime.edge.reconnect.resumed_spec`), so a greedy
+output is the one an uncut stream gives and a sampled one stays identically distributed;
+within the generation's progress budget."""
 
 from __future__ import annotations
 
@@ -10,8 +14,18 @@ import threading
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
-from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S, retry_unavailable
+from edgespec.runtime.edge.progress import ProgressBudget, ProgressWatch
+from edgespec.runtime.edge.reconnect import (
+    RETRY_BACKOFF_S,
+    reconnect_session_id,
+    resumed_spec,
+    retry_unavailable,
+)
+from edgespec.runtime.edge.round_loop import RECOVERABLE
+from edgespec.runtime.errors import RequestError
 from edgespec.runtime.messages import SessionSpec
+
+OnReconnect = Callable[[RequestError, int, float], None]
 
 
 def server_side_chunks(
@@ -45,3 +59,50 @@ def server_side_chunks(
         close = getattr(stream, "close", None)
         if close is not None:
             close()
+
+
+def resumed_chunks(
+    verifier: Any,
+    spec: SessionSpec,
+    fused: bool,
+    gamma: int,
+    on_logprobs: Callable[..., None] | None,
+    clock: Callable[[], float],
+    retry_s: tuple[float, float],
+    budget: ProgressBudget,
+    cancel: threading.Event | None = None,
+    on_reconnect: OnReconnect | None = None,
+) -> Generator[tuple[int, ...]]:
+    """:func:`server_side_chunks` (``retry_s``: its first open's retry time, then a resumed
+    stream's, the generation's ``retry_timeout_s``) gone on after a
+    :data:`~edgespec.runtime.edge.round_loop.RECOVERABLE` error once the stream has
+    streamed: a new stream (``<session>#r<k>.1``) from every committed token, the server's
+    own error raised once ``budget`` (its reconnects in a row and its seconds without a
+    token: :class:`~edgespec.runtime.edge.progress.NoProgress`) is spent. ``on_reconnect``
+    hears the error, the tokens committed and the retry time, as each resumes."""
+    watch = ProgressWatch(budget, clock)
+    output: list[int] = []
+    current, open_retry_s, reconnects = spec, retry_s[0], 0
+    while True:
+        chunks = server_side_chunks(verifier, current, fused, gamma, on_logprobs, clock,
+                                    open_retry_s, cancel)  # fmt: skip
+        streamed = False
+        try:
+            for chunk in chunks:
+                streamed = True
+                output.extend(chunk)
+                watch.committed(len(output))
+                yield chunk
+            return
+        except RequestError as exc:
+            left = spec.sampling.max_new_tokens - len(output)
+            if exc.code not in RECOVERABLE or not (streamed or reconnects) or left <= 0:
+                raise
+            watch.reconnect(exc)
+            if on_reconnect is not None:
+                on_reconnect(exc, len(output), retry_s[1])
+        finally:
+            chunks.close()
+        reconnects += 1
+        session_id = reconnect_session_id(spec.session_id, reconnects, 1)
+        current, open_retry_s = resumed_spec(spec, output, session_id), retry_s[1]

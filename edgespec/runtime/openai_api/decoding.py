@@ -62,15 +62,18 @@ def _centralized(
     sampling: SamplingParams,
     on_tokens: Callable[[tuple[int, ...]], None],
 ) -> None:
-    """The server's own decoding of the request, chunk by chunk; closing the stream (the
-    request ended, ``on_tokens`` raised) cancels it on the server."""
-    from edgespec.runtime.edge.server_side import server_side_chunks
+    """The server's own decoding of the request, chunk by chunk, a stream the server lost
+    gone on from what it committed (:func:`~edgespec.runtime.edge.server_side.resumed_chunks`,
+    within the request's retry and progress budgets); closing the stream (the request
+    ended, ``on_tokens`` raised) cancels it on the server."""
+    from edgespec.runtime.edge.server_side import resumed_chunks
     from edgespec.runtime.messages import SessionSpec
 
     spec = SessionSpec(options.session_id, options.client_id, prompt_ids, sampling,
                        options.slo_class)  # fmt: skip
-    chunks = server_side_chunks(verifier, spec, False, 1, options.on_logprobs, setup.clock,
-                                options.first_open_retry_s, options.cancel)  # fmt: skip
+    retry_s = (options.first_open_retry_s, options.retry_timeout_s)
+    chunks = resumed_chunks(verifier, spec, False, 1, options.on_logprobs, setup.clock,
+                            retry_s, options.progress, options.cancel)  # fmt: skip
     try:
         for chunk in chunks:
             on_tokens(chunk)

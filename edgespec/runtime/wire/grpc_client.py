@@ -37,7 +37,7 @@ from edgespec.runtime.wire.grpc_calls import answered, to_request_error
 from edgespec.runtime.wire.grpc_common import client_channel, pb_grpc
 from edgespec.runtime.wire.health_codec import health_from_proto
 from edgespec.runtime.wire.logprob_codec import logprobs_from_proto
-from edgespec.runtime.wire.stream_deadline import ChunkDeadline
+from edgespec.runtime.wire.stream_deadline import ChunkDeadline, next_chunk
 from edgespec.runtime.wire.tls_probe import SOCKET_CLOSED, plaintext_refused, speaks_tls
 
 
@@ -222,10 +222,10 @@ class RemoteVerifier:
     def generate(
         self, spec: SessionSpec, fused: bool = False, gamma: int = 4, on_logprobs: Any = None
     ) -> Iterator[Any]:
-        """Server-side baselines: yields committed token-id tuples as they stream in (their
-        log-probabilities, a centralized session's ``logprobs``, to ``on_logprobs`` first),
-        each within ``timeout_s`` of asking for it (the first and every next), else the call
-        is cancelled, ``UNAVAILABLE``; a stream left unfinished is cancelled on the server."""
+        """Server-side baselines: committed token-id tuples as they stream in (their
+        log-probabilities, a centralized session's ``logprobs``, to ``on_logprobs`` first) up
+        to the chunk marked ``finished``, each within ``timeout_s`` of asking for it, else the
+        call is cancelled, ``UNAVAILABLE``; a stream left unfinished is cancelled there."""
         request = pb.GenerateRequest(
             session=spec_to_proto(_check_uint32s(spec)),
             mode=pb.MODE_FUSED if fused else pb.MODE_CENTRALIZED,
@@ -235,6 +235,8 @@ class RemoteVerifier:
             if on_logprobs and (logprobs := logprobs_from_proto(chunk, len(chunk.token_ids))):
                 on_logprobs(logprobs)
             yield tuple(chunk.token_ids)
+            if chunk.finished:
+                return
 
     def run_fused(self, call: FusedCall) -> Iterator[FusedRound]:
         """A run of fused rounds (:mod:`edgespec.runtime.server.fused_run`), round by round as the
@@ -257,7 +259,7 @@ class RemoteVerifier:
             raise self._failure(exc) from exc
         with ChunkDeadline(call.cancel, self._timeout_s) as deadline:
             try:
-                while (chunk := _next_chunk(call, deadline)) is not None:
+                while (chunk := next_chunk(call, deadline)) is not None:
                     yield chunk
             except grpc.RpcError as exc:
                 if deadline.fired:
@@ -270,15 +272,6 @@ class RemoteVerifier:
 
     def close_channel(self) -> None:
         self._channel.close()
-
-
-def _next_chunk(call: Any, deadline: ChunkDeadline) -> Any:
-    """The stream's next chunk (``None`` at its end), waited for under ``deadline``."""
-    deadline.arm()
-    try:
-        return next(call, None)
-    finally:
-        deadline.disarm()
 
 
 def _check_uint32s(spec: SessionSpec) -> SessionSpec:

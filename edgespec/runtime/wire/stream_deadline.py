@@ -2,14 +2,18 @@
 call (``Generate``) lasts as long as its generation, so no one deadline fits it, but a
 server that accepted the call and then said nothing must not hold its client forever.
 :class:`ChunkDeadline` cancels the call when a chunk the client waits for does not arrive
-within ``timeout_s``; the time the caller spends between chunks is not counted."""
+within ``timeout_s``; the time the caller spends between chunks is not counted
+(:func:`next_chunk` waits for one under it)."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import TracebackType
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class ChunkDeadline:
@@ -69,3 +73,12 @@ class ChunkDeadline:
             else:
                 return
         self._cancel()  # outside the lock: the call's own callbacks may run in it
+
+
+def next_chunk(call: Iterator[T], deadline: ChunkDeadline) -> T | None:
+    """The stream's next chunk (``None`` at its end), waited for under ``deadline``."""
+    deadline.arm()
+    try:
+        return next(call, None)
+    finally:
+        deadline.disarm()

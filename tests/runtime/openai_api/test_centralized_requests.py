@@ -1,14 +1,14 @@
 """``edgespec.mode: "centralized"``: a request the server decodes alone (the baseline,
 through the same endpoint), and an endpoint started with ``--mode centralized`` that loads
 no draft: the target's own greedy tokens and log-probabilities, stop sequences that end the
-stream on the server, ``n`` choices seeded as the distributed ones; what such a request
-cannot ask refused, each with its message."""
+stream on the server, ``n`` choices seeded as the distributed ones, a stream the server lost
+gone on where it was cut; what such a request cannot ask refused, each with its message."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Generator, Iterator
+from typing import Any, cast
 
 import openai
 import pytest
@@ -16,6 +16,7 @@ import pytest
 from edgespec.config import from_dict
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.edge.config import DrafterConfig
+from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
 from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.schema import Defaults
@@ -36,18 +37,39 @@ def _text(ids: Any) -> str:
     return str(TOKENIZER.decode(list(ids)))
 
 
-@pytest.fixture(scope="module")
-def central(grpc_server: ServerThread) -> Iterator[ApiThread]:
+def _central_endpoint(verifier: RemoteVerifier, address: str) -> ApiThread:
     """An endpoint as ``--serve-openai --mode centralized`` builds it: no draft model (a
     distributed round could not be drafted), requests centralized by default."""
-    address = f"127.0.0.1:{grpc_server.port}"
     config = from_dict(DrafterConfig, {"server": address, "draft": "tiny-draft"})
-    setup = EdgeSetup(config, None, TOKENIZER, 64, 24, (RemoteVerifier(address, timeout_s=30.0),),
-                      drafts=False)  # fmt: skip
+    setup = EdgeSetup(config, None, TOKENIZER, 64, 24, (verifier,), drafts=False)
     defaults = Defaults(max_tokens=16, mode="centralized")
-    running = ApiThread(build_app(setup, ApiConfig(MODEL, defaults, LIMITS)), "127.0.0.1").start()
+    return ApiThread(build_app(setup, ApiConfig(MODEL, defaults, LIMITS)), "127.0.0.1").start()
+
+
+@pytest.fixture(scope="module")
+def central(grpc_server: ServerThread) -> Iterator[ApiThread]:
+    address = f"127.0.0.1:{grpc_server.port}"
+    running = _central_endpoint(RemoteVerifier(address, timeout_s=30.0), address)
     yield running
     running.stop()
+
+
+class CutOnce(RemoteVerifier):
+    """The server's client whose first ``Generate`` stream is lost after two chunks (the
+    server gone mid-stream, as a restart loses it): ``UNAVAILABLE``, the stream cancelled."""
+
+    def __init__(self, address: str) -> None:
+        super().__init__(address, timeout_s=30.0)
+        self.asked: list[Any] = []
+
+    def generate(self, spec: Any, *args: Any, **kwargs: Any) -> Iterator[tuple[int, ...]]:
+        self.asked.append(spec)
+        stream = cast(Generator[tuple[int, ...]], super().generate(spec, *args, **kwargs))
+        for i, chunk in enumerate(stream):
+            if len(self.asked) == 1 and i == 2:
+                stream.close()
+                raise RequestError(ErrorCode.UNAVAILABLE, "the server went away")
+            yield chunk
 
 
 def _client(api: ApiThread) -> Any:
@@ -103,6 +125,28 @@ def test_a_stop_sequence_ends_the_text_and_the_servers_stream(
     assert out.choices[0].text == _text(greedy[:3])
     assert out.choices[0].finish_reason == "stop"
     assert _sessions_closed(grpc_server) == 0  # not decoding on towards 4000 tokens
+
+
+def test_a_stream_the_server_lost_goes_on_where_it_was_cut(
+    grpc_server: ServerThread, target: TransformersTarget
+) -> None:
+    """The text is the target's whole greedy output, as an uncut stream's: the second
+    stream's prompt held the two tokens the first had streamed."""
+    greedy = target_greedy_decode(target, tuple(PROMPT), 10)
+    address = f"127.0.0.1:{grpc_server.port}"
+    verifier = CutOnce(address)
+    api = _central_endpoint(verifier, address)
+    try:
+        out = _client(api).completions.create(model=MODEL, prompt=PROMPT, max_tokens=10,
+                                              extra_body=NO_EOS)  # fmt: skip
+    finally:
+        api.stop()
+    assert out.choices[0].text == _text(greedy)
+    assert out.usage.completion_tokens == 10
+    _, resumed = verifier.asked
+    assert resumed.prompt_token_ids == (*PROMPT, *greedy[:2])
+    assert (resumed.sampling.max_new_tokens, resumed.num_prior_output_tokens) == (8, 2)
+    assert _sessions_closed(grpc_server) == 0
 
 
 def test_n_sampled_choices_are_seeded_as_single_requests(central: ApiThread) -> None:

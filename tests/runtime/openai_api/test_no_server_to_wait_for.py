@@ -107,15 +107,20 @@ def test_none_of_several_servers_answering_names_them_all(draft_model: Any) -> N
     )  # fmt: skip
 
 
+@pytest.mark.parametrize("mode", ["distributed", "centralized"])
 def test_a_request_at_an_outages_start_still_waits_for_the_restart(
-    target: TransformersTarget, draft_model: Any
+    target: TransformersTarget, draft_model: Any, mode: str
 ) -> None:
+    """A centralized request's ``Generate`` is asked again until the server answers, as a
+    distributed one's first open is."""
     clock = Clock()
     api, port, server = _down_at_110(target, draft_model, clock)
+    body = json.dumps({"model": MODEL, "prompt": "w5 w6", "max_tokens": 4,
+                       "edgespec": {"mode": mode}}).encode()  # fmt: skip
     try:
         clock.now_s = 125.0  # 15 s down: a restart may bring it back within the 20 s
         with ThreadPoolExecutor(1) as pool:
-            reply = pool.submit(_timed_post, api)
+            reply = pool.submit(_timed_post, api, body)
             time.sleep(1.0)
             assert not reply.done(), reply.result()
             server = start_server(target, host="127.0.0.1", port=port)

@@ -2,7 +2,7 @@
 first and every next: a server that accepts the call and never answers ends it with
 ``UNAVAILABLE`` (it hung ``edgespec draft --mode centralized``, ``bench serve``'s check and
 the load's centralized clients forever), while a generation whose chunks each come within
-it runs to the end, however long it lasts in all."""
+it runs to the end, however long it lasts in all; the chunk marked finished ends it."""
 
 from __future__ import annotations
 
@@ -130,4 +130,28 @@ def test_a_fused_run_whose_server_stops_answering_ends_within_the_timeout(slow: 
         ErrorCode.UNAVAILABLE, "no chunk from the server within 0.5 s: the stream was cancelled"
     )  # fmt: skip
     assert 0.5 <= time.monotonic() - start < 2.0
+    client.close_channel()
+
+
+@pytest.fixture
+def finished_then_silent() -> Iterator[str]:
+    """Two chunks, the second marked finished, then nothing (the stream never ends)."""
+    released = threading.Event()
+
+    def generate(call: Any, context: Any) -> Iterator[Any]:
+        context.add_callback(released.set)
+        yield pb.GenerateChunk(token_ids=[7, 8])
+        yield pb.GenerateChunk(token_ids=[9], finished=True)
+        released.wait(30)
+
+    yield from _serve(generate)
+
+
+def test_the_chunk_marked_finished_is_the_last(finished_then_silent: str) -> None:
+    """What befalls the stream after it (here a server that never ends it) loses nothing:
+    a lost stream is resumed only before its generation finished."""
+    client = RemoteVerifier(finished_then_silent, timeout_s=0.5)
+    start = time.monotonic()
+    assert list(client.generate(SPEC)) == [(7, 8), (9,)]
+    assert time.monotonic() - start < 0.5  # the end of the stream was not waited for
     client.close_channel()
