@@ -127,7 +127,7 @@ class _Client:
         try:
             if load.mode == "centralized":
                 spec = SessionSpec(job.request_id, client_id, prompt, sampling, slo.name)
-                request, output, reconnects = self._centralized(spec, on_tokens)
+                request, output, reconnects = self._centralized(spec, budget, on_tokens)
                 resends = 0
             else:
                 result = generate(self.verifier, self.drafter(), prompt, sampling, options,
@@ -156,12 +156,27 @@ class _Client:
         time.sleep(RETRY_BACKOFF_S)
 
     def _centralized(
-        self, spec: SessionSpec, on_tokens: Callable[[tuple[int, ...]], None]
-    ) -> tuple[RequestRecord, tuple[int, ...], int]:
-        """The server decodes ``spec`` alone; one round per step it streams."""
+        self, spec: SessionSpec, budget: ProgressBudget,
+        on_tokens: Callable[[tuple[int, ...]], None],
+    ) -> tuple[RequestRecord, tuple[int, ...], int]:  # fmt: skip
+        """The server decodes ``spec`` alone; one round per step it streams; a stream the
+        server lost (a restart) goes on from what it committed, within ``budget``
+        (:func:`~edgespec.runtime.edge.server_side.resumed_chunks`), each time counted as a
+        reconnect."""
+        from edgespec.runtime.edge.server_side import resumed_chunks
+
         start = time.monotonic()
-        first, output, steps = None, [], 0
-        for chunk in self.verifier.generate(spec):
+        first, steps, reconnects = None, 0, 0
+        output: list[int] = []
+
+        def reconnected(*_: object) -> None:
+            nonlocal reconnects
+            reconnects += 1
+
+        retry_s = (RETRY_TIMEOUT_S, RETRY_TIMEOUT_S)
+        chunks = resumed_chunks(self.verifier, spec, False, 1, None, time.monotonic, retry_s,
+                                budget, on_reconnect=reconnected)  # fmt: skip
+        for chunk in chunks:
             steps += 1
             if chunk and first is None:
                 first = time.monotonic()
@@ -171,7 +186,7 @@ class _Client:
         record = RequestRecord(spec.session_id, spec.client_id, spec.slo_class, 0, start,
                                finish if first is None else first, finish,
                                len(spec.prompt_token_ids), len(output), steps, 0, 0)  # fmt: skip
-        return record, tuple(output), 0
+        return record, tuple(output), reconnects
 
 
 def _pick(rng: np.random.Generator, spec: WorkerSpec, request_id: str, now: float) -> Job:

@@ -1,7 +1,7 @@
 """``edgespec bench serve`` end to end, the short version of docs/PERFORMANCE.md's fault run:
 the bench starts ``edgespec serve`` on a small synthetic target, kills a client process and
-the server mid-run, and still loses no session; every finished output equals centralized
-decoding; without faults the server's Prometheus counters equal what the clients counted.
+the server mid-run, and still loses no session (a centralized stream goes on after the
+restart too); every finished output equals centralized decoding; without faults the server's Prometheus counters equal what the clients counted.
 And a request that hangs is reported lost, not dropped."""
 
 from __future__ import annotations
@@ -50,6 +50,20 @@ def test_faults_lose_nothing_and_every_output_is_centralized(tmp_path: Path) -> 
     assert run["faults"][1]["restart_s"] > 0
     assert run["orphaned_sessions"] == 0  # the killed clients' sessions expired
     assert run["agreement"] is None
+
+
+def test_centralized_requests_go_on_through_a_server_restart(tmp_path: Path) -> None:
+    """A centralized stream the restart cut goes on from what it committed (counted as a
+    reconnect): none fails, every output equals an uncut stream's."""
+    rc, data = _bench(tmp_path, "--mode", "centralized", "--duration-s", "4",
+                      "--procs", "1", "--faults", "restart-server@1.5")  # fmt: skip
+    (run,) = data["runs"]
+    requests = run["requests"]
+    assert rc == 0 and run["errors_by_code"] == {}
+    assert requests["lost"] == 0 and requests["failed"] == 0
+    assert requests["reconnects"] >= 1  # streams in flight at the restart went on
+    assert run["check"]["num_checked"] == requests["finished"] > 0
+    assert run["check"]["num_mismatches"] == 0
 
 
 def test_sampled_requests_run_and_are_not_checked(
