@@ -1,8 +1,9 @@
 """``edgespec bench serve`` end to end, the short version of docs/PERFORMANCE.md's fault run:
 the bench starts ``edgespec serve`` on a small synthetic target, kills a client process and
 the server mid-run, and still loses no session (a centralized stream goes on after the
-restart too); every finished output equals centralized decoding; without faults the server's Prometheus counters equal what the clients counted.
-And a request that hangs is reported lost, not dropped."""
+restart too); every finished output equals centralized decoding; without faults the
+server's Prometheus counters equal what the clients counted. And a request that hangs is
+reported lost, not dropped."""
 
 from __future__ import annotations
 
