@@ -110,10 +110,16 @@ def _gguf_bar_follows(switchable: Any) -> Iterator[None]:
         gguf.tqdm = own
 
 
+TOKENIZER_FILES = ("tokenizer", "special_tokens_map", "added_tokens", "chat_template", "vocab")
+"""Names a Hugging Face directory's tokenizer files begin with: no logit depends on them."""
+
+
 def _directory_files(directory: Path) -> tuple[Path, ...]:
-    """A Hugging Face directory's configuration and weight files."""
+    """A Hugging Face directory's configuration and weight files (what its logits depend
+    on: its tokenizer's files left out, so that indexing them changes no probe key)."""
     names = ("*.json", "*.safetensors", "*.bin")
-    return tuple(sorted(p for pattern in names for p in directory.glob(pattern)))
+    found = (p for pattern in names for p in directory.glob(pattern))
+    return tuple(sorted(p for p in found if not p.name.startswith(TOKENIZER_FILES)))
 
 
 def _draft_tokenizer(directory: Path, draft: Any) -> Any:

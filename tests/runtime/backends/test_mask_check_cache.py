@@ -66,6 +66,23 @@ def test_new_weights_or_dtype_probe_again(tmp_path: Path, probes: list[int]) -> 
     assert not _load(directory, cache).probed and len(probes) == 3
 
 
+def test_a_changed_tokenizer_file_probes_nothing_again(tmp_path: Path, probes: list[int]) -> None:
+    """No logit depends on the tokenizer: its added tokens indexed into its config
+    (edgespec.models.gemma_cache.index_added_tokens) made every server start probe again."""
+    from tests.runtime.openai_api.byte_tokenizer import tiny_byte_tokenizer
+
+    directory, cache = _saved(tmp_path), tmp_path / "cache"
+    tiny_byte_tokenizer().save_pretrained(str(directory))
+    _load(directory, cache)
+    config = directory / "tokenizer_config.json"
+    config.write_text(config.read_text() + "\n")
+    assert not _load(directory, cache).probed and len(probes) == 1
+    model_config = directory / "config.json"  # the model's own configuration still counts
+    stat = model_config.stat()
+    os.utime(model_config, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert _load(directory, cache).probed and len(probes) == 2
+
+
 def test_another_instruction_set_or_thread_count_probes_again(
     tmp_path: Path, probes: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
