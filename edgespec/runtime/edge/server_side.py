@@ -1,12 +1,12 @@
-"""The server-side baselines' stream, as ``edgespec draft --mode centralized|fused`` and the
-OpenAI endpoint's centralized requests read it: the committed chunks of a ``Generate``
-call, whose first chunk is asked for again while the server is unreachable (restarting),
-for ``first_open_retry_s`` (:func:`server_side_chunks`). A stream the server lost once it
-had streamed (restarted, gone) goes on where it was cut (:func:`resumed_chunks`): a new
-``Generate`` with every committed token as its prompt, as a distributed generation's lost
-session is reopened (:func:`~edgespec.runtime.edge.reconnect.resumed_spec`), so a greedy
-output is the one an uncut stream gives and a sampled one stays identically distributed;
-within the generation's progress budget."""
+"""The server-side baselines' stream, as ``edgespec draft --mode centralized|fused``, the
+OpenAI endpoint's centralized requests and ``bench serve``'s centralized clients read it
+(:func:`resumed_chunks`): the committed chunks of a ``Generate`` call, whose first chunk is
+asked for again while the server is unreachable (restarting). A stream the server lost once
+it had streamed (restarted, gone) goes on where it was cut: a new ``Generate`` with every
+committed token as its prompt, as a distributed generation's lost session is reopened
+(:func:`~edgespec.runtime.edge.reconnect.resumed_spec`), so a greedy output is the one an
+uncut stream gives and a sampled one stays identically distributed; within the
+generation's progress budget."""
 
 from __future__ import annotations
 
@@ -28,29 +28,24 @@ from edgespec.runtime.messages import SessionSpec
 OnReconnect = Callable[[RequestError, int, float], None]
 
 
-def server_side_chunks(
-    verifier: Any,
+def _first_chunk_retried(
+    start: Callable[[SessionSpec], Iterator[tuple[int, ...]]],
     spec: SessionSpec,
-    fused: bool,
-    gamma: int,
-    on_logprobs: Callable[..., None] | None,
     clock: Callable[[], float],
-    first_open_retry_s: float,
-    cancel: threading.Event | None = None,
+    retry_s: float,
+    cancel: threading.Event | None,
 ) -> Generator[tuple[int, ...]]:
-    """The chunks of ``verifier.generate(spec, fused, gamma, on_logprobs)`` (their
-    log-probabilities to ``on_logprobs`` first); the call made again every
+    """The chunks of the stream ``start(spec)`` opens, opened again every
     :data:`RETRY_BACKOFF_S` until its first chunk arrives, while the server is unreachable,
-    for ``first_open_retry_s``; ``cancel`` set ends those retries
+    for ``retry_s``; ``cancel`` set ends those retries
     (:class:`~edgespec.runtime.edge.reconnect.Cancelled`). Closing the generator cancels
     the call on the server."""
 
-    def start() -> tuple[tuple[int, ...] | None, Iterator[tuple[int, ...]]]:
-        stream = iter(verifier.generate(spec, fused, gamma, on_logprobs))
+    def attempt() -> tuple[tuple[int, ...] | None, Iterator[tuple[int, ...]]]:
+        stream = iter(start(spec))
         return next(stream, None), stream
 
-    first, stream = retry_unavailable(start, clock, first_open_retry_s, RETRY_BACKOFF_S,
-                                      cancel)  # fmt: skip
+    first, stream = retry_unavailable(attempt, clock, retry_s, RETRY_BACKOFF_S, cancel)
     try:
         if first is not None:
             yield first
@@ -73,19 +68,24 @@ def resumed_chunks(
     cancel: threading.Event | None = None,
     on_reconnect: OnReconnect | None = None,
 ) -> Generator[tuple[int, ...]]:
-    """:func:`server_side_chunks` (``retry_s``: its first open's retry time, then a resumed
-    stream's, the generation's ``retry_timeout_s``) gone on after a
+    """The chunks of ``verifier.generate(spec, fused, gamma, on_logprobs)`` (their
+    log-probabilities to ``on_logprobs`` first), its first asked again while the server is
+    unreachable (``retry_s``: for the first open, then for a resumed stream, the
+    generation's ``retry_timeout_s``; ``cancel`` set ends those retries), gone on after a
     :data:`~edgespec.runtime.edge.round_loop.RECOVERABLE` error once the stream has
     streamed: a new stream (``<session>#r<k>.1``) from every committed token, the server's
     own error raised once ``budget`` (its reconnects in a row and its seconds without a
     token: :class:`~edgespec.runtime.edge.progress.NoProgress`) is spent. ``on_reconnect``
     hears the error, the tokens committed and the retry time, as each resumes."""
+
+    def start(current: SessionSpec) -> Iterator[tuple[int, ...]]:
+        return iter(verifier.generate(current, fused, gamma, on_logprobs))
+
     watch = ProgressWatch(budget, clock)
     output: list[int] = []
     current, open_retry_s, reconnects = spec, retry_s[0], 0
     while True:
-        chunks = server_side_chunks(verifier, current, fused, gamma, on_logprobs, clock,
-                                    open_retry_s, cancel)  # fmt: skip
+        chunks = _first_chunk_retried(start, current, clock, open_retry_s, cancel)
         streamed = False
         try:
             for chunk in chunks:

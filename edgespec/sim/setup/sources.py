@@ -6,7 +6,7 @@ predictor replays. Errors name the scenario field (``workload.trace``,
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from edgespec.config import ConfigError
@@ -119,17 +119,8 @@ def load_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> A
         return IidAcceptance(acc.alpha)
     if acc.kind == "decay":
         return DecayAcceptance(acc.rates)
-    pool: list[tuple[int, ...]] = []
-    features: list[tuple[tuple[float, ...], ...] | None] = []
-    rejections: list[Mapping[int, tuple[tuple[float, ...], ...]] | None] = []
-    alphas: list[tuple[float, ...] | None] = []
-    pool_entries: list[TraceEntry] = []
-    for _, kept in pool_traces(scenario):
-        pool_entries += kept
-        alphas += [e.acceptance_prob for e in kept]
-        pool.extend(e.acceptance_seq for e in kept if e.acceptance_seq)
-        features.extend(e.draft_features for e in kept)
-        rejections.extend(e.rejection_features for e in kept)
+    kept = [e for _, entries in pool_traces(scenario) for e in entries]  # each has a sequence
+    pool = [e.acceptance_seq for e in kept if e.acceptance_seq]
     if acc.traces and not pool:
         raise ConfigError("acceptance.traces", "the traces hold no acceptance_seq")
     pooled = not trace or any(e.acceptance_seq is None for e in trace)  # some draw from it
@@ -139,17 +130,22 @@ def load_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> A
             "trace acceptance needs acceptance_seq: none in the workload, none given here, "
             "and none bundled in edgespec/data/traces/",
         )
-    replayed = [e.acceptance_prob for e in trace if e.acceptance_seq] + (alphas if pooled else [])
-    if acc.sampled_draws == "redrawn" and all(a is None for a in replayed):
+    captures = [e for e in trace if e.acceptance_seq] + (kept if pooled else [])  # replayed
+    if acc.sampled_draws == "redrawn" and all(e.acceptance_prob is None for e in captures):
         raise ConfigError(
             "acceptance.sampled_draws",
             "redrawn draws each position from its acceptance_prob, and no replayed trace "
             "has one (a sampled capture's: edgespec trace --temperature T)",
         )
     seed = scenario.seed if acc.sampled_draws == "redrawn" else None
-    captures = [e for e in trace if e.acceptance_seq] + (pool_entries if pooled else [])
-    return TraceAcceptance(tuple(pool), tuple(features), tuple(rejections), tuple(alphas), seed,
-                           measured_row_entries(scenario, captures))  # fmt: skip
+    return TraceAcceptance(
+        tuple(pool),
+        tuple(e.draft_features for e in kept),
+        tuple(e.rejection_features for e in kept),
+        tuple(e.acceptance_prob for e in kept),
+        seed,
+        measured_row_entries(scenario, captures),
+    )
 
 
 def measured_row_entries(scenario: Scenario, captures: Sequence[TraceEntry]) -> float:
