@@ -67,9 +67,11 @@ def resumed_chunks(
     budget: ProgressBudget,
     cancel: threading.Event | None = None,
     on_reconnect: OnReconnect | None = None,
+    on_prompt_logprobs: Callable[..., None] | None = None,
 ) -> Generator[tuple[int, ...]]:
     """The chunks of ``verifier.generate(spec, fused, gamma, on_logprobs)`` (their
-    log-probabilities to ``on_logprobs`` first), its first asked again while the server is
+    log-probabilities to ``on_logprobs`` first, the prompt's, when ``spec`` asks, to
+    ``on_prompt_logprobs`` before the first chunk), its first asked again while the server is
     unreachable (``retry_s``: for the first open, then for a resumed stream, the
     generation's ``retry_timeout_s``; ``cancel`` set ends those retries), gone on after a
     :data:`~edgespec.runtime.edge.round_loop.RECOVERABLE` error once the stream has
@@ -79,7 +81,7 @@ def resumed_chunks(
     hears the error, the tokens committed and the retry time, as each resumes."""
 
     def start(current: SessionSpec) -> Iterator[tuple[int, ...]]:
-        return iter(verifier.generate(current, fused, gamma, on_logprobs))
+        return iter(verifier.generate(current, fused, gamma, on_logprobs, on_prompt_logprobs))
 
     watch = ProgressWatch(budget, clock)
     output: list[int] = []

@@ -62,7 +62,8 @@ def _centralized(
     sampling: SamplingParams,
     on_tokens: Callable[[tuple[int, ...]], None],
 ) -> None:
-    """The server's own decoding of the request, chunk by chunk, a stream the server lost
+    """The server's own decoding of the request, chunk by chunk (with ``echo`` and
+    ``logprobs``, the prompt's log-probabilities with the first), a stream the server lost
     gone on from what it committed (:func:`~edgespec.runtime.edge.server_side.resumed_chunks`,
     within the request's retry and progress budgets); closing the stream (the request
     ended, ``on_tokens`` raised) cancels it on the server."""
@@ -73,7 +74,8 @@ def _centralized(
                        options.slo_class)  # fmt: skip
     retry_s = (options.first_open_retry_s, options.retry_timeout_s)
     chunks = resumed_chunks(verifier, spec, False, 1, options.on_logprobs, setup.clock,
-                            retry_s, options.progress, options.cancel)  # fmt: skip
+                            retry_s, options.progress, options.cancel,
+                            on_prompt_logprobs=options.on_prompt_logprobs)  # fmt: skip
     try:
         for chunk in chunks:
             on_tokens(chunk)

@@ -16,9 +16,8 @@ from edgespec.runtime.openai_api.schema import ParsedRequest
 def check_mode(config: Any, drafts: bool, request: ParsedRequest) -> None:
     """``edgespec.mode`` against the endpoint (``drafts``: it loaded a drafter): a
     distributed request needs one (an endpoint started with ``--mode centralized`` has
-    none); a centralized one returns no log-probabilities of its prompt (``echo`` with
-    ``logprobs``: the server's ``Generate`` gives none) and does not cross the emulated
-    link, which delays drafted rounds only."""
+    none); a centralized one does not cross the emulated link, which delays drafted rounds
+    only."""
     from edgespec.runtime.wire.emulated_link import link_from_config
 
     if request.mode == "distributed":
@@ -27,10 +26,6 @@ def check_mode(config: Any, drafts: bool, request: ParsedRequest) -> None:
                           'started with --mode centralized, no draft loaded): ask "centralized"',
                           param="edgespec.mode", code="unsupported_value")  # fmt: skip
         return
-    if request.echo and request.logprobs is not None:
-        raise invalid('echo with logprobs: a centralized request returns no log-probabilities '
-                      'of the prompt; drop one, or ask edgespec.mode "distributed"',
-                      param="echo", code="unsupported_value")  # fmt: skip
     if link_from_config(config) is not None:
         raise invalid('edgespec.mode "centralized": this endpoint emulates a link (--link-*) '
                       "that only drafted rounds cross; ask \"distributed\"",

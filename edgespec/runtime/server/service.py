@@ -185,19 +185,19 @@ class VerificationService:
         gamma: int,
         owner: str | None = None,
         on_logprobs: Callable[[tuple[TokenLogprobs, ...]], None] | None = None,
+        on_prompt_logprobs: Callable[[tuple[TokenLogprobs, ...]], None] | None = None,
     ) -> AsyncIterator[tuple[tuple[int, ...], bool]]:
         """Baselines, streamed as ``(committed token ids, finished)`` chunks: centralized
         (K = 0 per step, i.e. plain autoregressive decoding batched with everyone else) or
         fused (the server drafts with a static window of ``gamma`` through the drafter's
         own round loop; cloud-only, the target decodes one token per round:
         :mod:`edgespec.runtime.server.fused_baseline`). A centralized session that asks for
-        ``logprobs`` has each chunk's given to ``on_logprobs`` before the chunk is yielded;
-        ``prompt_logprobs``, and ``logprobs`` of a fused run, are refused."""
-        if spec.sampling.prompt_logprobs is not None:
-            message = "Generate returns no prompt_logprobs: verify the session instead"
-            raise RequestError(ErrorCode.INVALID_ARGUMENT, message)
-        if fused and spec.sampling.logprobs is not None:
-            message = "a fused Generate returns no logprobs: run it centralized, or verify it"
+        ``logprobs`` has each chunk's given to ``on_logprobs`` before the chunk is yielded,
+        and one that asks for ``prompt_logprobs`` the prompt's to ``on_prompt_logprobs``
+        before its first chunk; a fused run refuses both."""
+        if fused and (spec.sampling.logprobs, spec.sampling.prompt_logprobs) != (None, None):
+            asked = "logprobs" if spec.sampling.logprobs is not None else "prompt_logprobs"
+            message = f"a fused Generate returns no {asked}: run it centralized, or verify it"
             raise RequestError(ErrorCode.INVALID_ARGUMENT, message)
         if fused:
             limit = self.config.max_draft_tokens
@@ -214,6 +214,8 @@ class VerificationService:
                 call = VerifyCall(spec.session_id, len(tokens), ())
                 reply = await self.verify(call)
                 finished = reply.outcome.finished
+                if on_prompt_logprobs is not None and reply.outcome.prompt_logprobs is not None:
+                    on_prompt_logprobs(reply.outcome.prompt_logprobs)
                 if on_logprobs is not None and reply.outcome.logprobs:
                     on_logprobs(reply.outcome.logprobs)
                 yield reply.outcome.committed_token_ids, finished

@@ -36,7 +36,7 @@ from edgespec.runtime.wire.fused_codec import fused_call_to_proto, fused_round_f
 from edgespec.runtime.wire.grpc_calls import answered, to_request_error
 from edgespec.runtime.wire.grpc_common import client_channel, pb_grpc
 from edgespec.runtime.wire.health_codec import health_from_proto
-from edgespec.runtime.wire.logprob_codec import logprobs_from_proto
+from edgespec.runtime.wire.logprob_codec import PROMPT, logprobs_from_proto
 from edgespec.runtime.wire.stream_deadline import ChunkDeadline, next_chunk
 from edgespec.runtime.wire.tls_probe import SOCKET_CLOSED, plaintext_refused, speaks_tls
 
@@ -219,19 +219,23 @@ class RemoteVerifier:
         tokenizer (``None`` from servers that do not say)."""
         return self.describe().target_name
 
-    def generate(
-        self, spec: SessionSpec, fused: bool = False, gamma: int = 4, on_logprobs: Any = None
-    ) -> Iterator[Any]:
+    def generate(self, spec: SessionSpec, fused: bool = False, gamma: int = 4,
+                 on_logprobs: Any = None,
+                 on_prompt_logprobs: Any = None) -> Iterator[Any]:  # fmt: skip
         """Server-side baselines: committed token-id tuples as they stream in (their
-        log-probabilities, a centralized session's ``logprobs``, to ``on_logprobs`` first) up
-        to the chunk marked ``finished``, each within ``timeout_s`` of asking for it, else the
-        call is cancelled, ``UNAVAILABLE``; a stream left unfinished is cancelled there."""
+        log-probabilities, a centralized session's ``logprobs``, to ``on_logprobs`` first;
+        its ``prompt_logprobs``, with the first chunk, to ``on_prompt_logprobs`` before them)
+        up to the chunk marked ``finished``, each within ``timeout_s`` of asking for it, else
+        the call is cancelled, ``UNAVAILABLE``; a stream left unfinished is cancelled there."""
         request = pb.GenerateRequest(
             session=spec_to_proto(_check_uint32s(spec)),
             mode=pb.MODE_FUSED if fused else pb.MODE_CENTRALIZED,
             gamma=gamma,
         )
+        num_prompt = len(spec.prompt_token_ids) - 1
         for chunk in self._chunks(lambda: self._stub.Generate(request, metadata=self._metadata)):
+            if on_prompt_logprobs and (prompt := logprobs_from_proto(chunk, num_prompt, PROMPT)):
+                on_prompt_logprobs(prompt)
             if on_logprobs and (logprobs := logprobs_from_proto(chunk, len(chunk.token_ids))):
                 on_logprobs(logprobs)
             yield tuple(chunk.token_ids)

@@ -34,7 +34,7 @@ from edgespec.runtime.wire.fused_codec import fused_call_from_proto, fused_round
 from edgespec.runtime.wire.grpc_common import GRPC_STATUS, message_size_options, pb_grpc
 from edgespec.runtime.wire.grpc_limits import connection_options
 from edgespec.runtime.wire.hidden_reply_size import check_hidden_reply
-from edgespec.runtime.wire.logprob_codec import logprobs_to_proto
+from edgespec.runtime.wire.logprob_codec import PROMPT, logprobs_to_proto
 from edgespec.runtime.wire.ports import ensure_port_free
 from edgespec.runtime.wire.requests import decoded, generate_from_proto, lenient
 
@@ -163,11 +163,15 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
             owner = self._authenticate(context)
             spec, fused = generate_from_proto(decoded(request))
             given: list[TokenLogprobs] = []  # the next chunk's, given before it is yielded
-            chunks = self._service.generate(spec, fused, request.gamma, owner, given.extend)
+            prompt: list[TokenLogprobs] = []  # the prompt's, before the first chunk
+            chunks = self._service.generate(spec, fused, request.gamma, owner, given.extend,
+                                            prompt.extend)  # fmt: skip
             async for tokens, finished in chunks:
                 chunk = pb.GenerateChunk(token_ids=tokens, finished=finished)
+                logprobs_to_proto(chunk, tuple(prompt), PROMPT)
                 yield logprobs_to_proto(chunk, tuple(given))
                 given.clear()
+                prompt.clear()
         except RequestError as exc:
             await self._refuse(context, exc)
         except Exception as exc:

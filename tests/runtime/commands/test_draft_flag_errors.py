@@ -61,7 +61,7 @@ class FakeVerifier:
                             self.max_context_tokens(), None, None)  # fmt: skip
 
     def generate(
-        self, spec: Any, fused: bool = False, gamma: int = 4, on_logprobs: Any = None
+        self, spec: Any, fused: bool = False, gamma: int = 4, *callbacks: Any
     ) -> Iterator[Any]:
         self.asked.append((spec, fused, gamma))
         yield spec.prompt_token_ids

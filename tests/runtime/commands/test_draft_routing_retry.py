@@ -99,7 +99,7 @@ class Restarting:
         raise _down()
 
     def generate(
-        self, spec: SessionSpec, fused: bool = False, gamma: int = 4, on_logprobs: Any = None
+        self, spec: SessionSpec, fused: bool = False, gamma: int = 4, *callbacks: Any
     ) -> Iterator[Any]:
         """A server-side generation: down until ``generates_from_s``, then two chunks."""
         self.outage.opens.append(self.outage.since_start_s())

@@ -47,7 +47,7 @@ class Printed:
 def _centralized(tokenizer: Any, chunks: list[list[int]], printed: Printed) -> None:
     class Server:
         def generate(
-            self, spec: SessionSpec, fused: bool, gamma: int, on_logprobs: Any = None
+            self, spec: SessionSpec, fused: bool, gamma: int, *callbacks: Any
         ) -> Iterator[Any]:
             return printed.rounds(chunks)
 

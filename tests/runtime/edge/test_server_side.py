@@ -39,7 +39,7 @@ class CuttingServer:
         self.clock = Clock()
 
     def generate(
-        self, spec: SessionSpec, fused: bool, gamma: int, on_logprobs: Any
+        self, spec: SessionSpec, fused: bool, gamma: int, on_logprobs: Any, on_prompt: Any
     ) -> Iterator[tuple[int, ...]]:
         call = len(self.asked)
         self.asked.append(spec)

@@ -169,13 +169,10 @@ def test_n_sampled_choices_are_seeded_as_single_requests(central: ApiThread) -> 
         ("api", {"edgespec": {"mode": "centralized", "window": "static"}}, "edgespec.window",
          "edgespec.window: a centralized request drafts nothing (the server decodes alone); "
          'drop the window or ask edgespec.mode "distributed"'),
-        ("central", {"echo": True, "logprobs": 1}, "echo",
-         "echo with logprobs: a centralized request returns no log-probabilities of the "
-         'prompt; drop one, or ask edgespec.mode "distributed"'),
         ("api", {"edgespec": {"mode": "fused"}}, "edgespec.mode",
          'edgespec.mode must be one of ["distributed", "centralized"], got "fused"'),
     ],
-    ids=["distributed-without-draft", "window", "echo-logprobs", "fused"],
+    ids=["distributed-without-draft", "window", "fused"],
 )  # fmt: skip
 def test_what_a_mode_cannot_run_is_a_400_naming_the_field(
     request: pytest.FixtureRequest, endpoint: str, body: dict[str, Any], param: str, message: str

@@ -84,7 +84,7 @@ def test_a_bad_prefix_or_gamma_is_refused(make_server: ServerFactory) -> None:
     assert only.end.history.num_rounds == 1 and only.end.history.fused
 
 
-PROMPT_LOGPROBS = "Generate returns no prompt_logprobs: verify the session instead"
+PROMPT_LOGPROBS = "a fused Generate returns no prompt_logprobs: run it centralized, or verify it"
 FUSED_LOGPROBS = "a fused Generate returns no logprobs: run it centralized, or verify it"
 
 
@@ -101,8 +101,7 @@ def test_a_fused_baseline_needs_a_draft_and_a_gamma_in_range(
             "fused mode needs a server started with --draft",
             lambda: list(verifier.generate(SessionSpec("f", "x", PROMPT, GREEDY), fused=True)),
         )
-        for fused, asks, said in (  # a centralized Generate's chunks carry logprobs alone
-            (False, dataclasses.replace(GREEDY, prompt_logprobs=0), PROMPT_LOGPROBS),
+        for fused, asks, said in (  # a centralized Generate carries both (test_prompt_logprobs)
             (True, dataclasses.replace(GREEDY, prompt_logprobs=0), PROMPT_LOGPROBS),
             (True, dataclasses.replace(GREEDY, logprobs=1), FUSED_LOGPROBS),
         ):

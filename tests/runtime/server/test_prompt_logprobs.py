@@ -1,8 +1,9 @@
 """The prompt's log-probabilities a session asks for: each prompt token after the first
 under the target's own row before it, scored in parts of at most SCORE_PART_TOKENS (or
 the server's smaller prefill part), every position once across evictions, returned with
-the first verification only; the output stays the target's own; refused for a reopen and
-a prompt the KV budget cannot hold; over the wire as they were."""
+the first verification only (a centralized ``Generate``: its first chunk); the output stays
+the target's own; refused for a reopen, a prompt the KV budget cannot hold and a fused
+``Generate``; over the wire as they were."""
 
 from __future__ import annotations
 
@@ -102,6 +103,29 @@ def test_a_drafter_over_grpc_gets_them_before_the_first_rounds_tokens(
     assert seen[0] == ("prompt", len(LONG) - 1) and [k for k, _ in seen].count("prompt") == 1
     service = server.service
     assert service is not None and max(b.num_new_tokens for b in service.batches) <= 50
+
+
+def test_a_centralized_generate_stream_carries_them_with_its_first_chunk(
+    make_server: ServerFactory, target: TransformersTarget
+) -> None:
+    """The server's own decoding (``Generate``): the prompt's scores in the first chunk,
+    handed on once before its tokens; a fused stream refuses them."""
+    server = make_server(prefill_part_tokens=50)
+    verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
+    seen: list[tuple[str, tuple[TokenLogprobs, ...] | tuple[int, ...]]] = []
+    spec = SessionSpec("c", "x", LONG, _asks(3))
+    for chunk in verifier.generate(spec, on_prompt_logprobs=lambda v: seen.append(("p", v))):
+        seen.append(("tokens", chunk))
+    assert [k for k, _ in seen] == ["p"] + ["tokens"] * 4
+    _assert_scores(target, LONG, seen[0][1], 3)  # type: ignore[arg-type]
+    assert tuple(t for _, c in seen[1:] for t in c) == target_greedy_decode(target, LONG, 4)
+    fused = SessionSpec("f", "x", LONG, _asks(0))
+    with pytest.raises(RequestError) as refused:
+        list(verifier.generate(fused, fused=True))
+    assert refused.value.code is ErrorCode.INVALID_ARGUMENT
+    assert refused.value.message == (
+        "a fused Generate returns no prompt_logprobs: run it centralized, or verify it"
+    )
 
 
 def test_a_one_token_prompt_has_nothing_to_score() -> None:
