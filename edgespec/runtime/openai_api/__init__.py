@@ -43,6 +43,8 @@ decoding.
 * :mod:`.logprob_fields` — the returned tokens' log-probabilities as OpenAI shapes them;
 * :mod:`.request_checks` — what a request is refused before it waits for a worker
   (greedy-only drafting, an SLO class, the target's context);
+* :mod:`.request_metrics` — how the admitted requests ended, by ``edgespec.mode``, their
+  tokens and their seconds to the first token and to the end, on ``/metrics``;
 * :mod:`.prompt_echo` — ``echo``: the prompt's text before the completion's, with its
   tokens' log-probabilities when asked;
 * :mod:`.choices` — a request's ``n`` choices, generated in turn, each its own session

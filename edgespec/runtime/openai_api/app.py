@@ -38,6 +38,7 @@ from edgespec.runtime.openai_api.in_flight import Accepted, InFlight, endpoint_s
 from edgespec.runtime.openai_api.messages import prompt_size
 from edgespec.runtime.openai_api.prompt_batch import is_batch, of_prompt, parse_requests
 from edgespec.runtime.openai_api.prompts import needs_tokenizer
+from edgespec.runtime.openai_api.request_metrics import RequestMetrics
 from edgespec.runtime.openai_api.responses import Shape, model_entry, model_list
 from edgespec.runtime.openai_api.schema import Defaults, Limits, ParsedRequest, decode_body
 from edgespec.runtime.openai_api.server_watch import ServerWatch
@@ -68,12 +69,14 @@ class ApiConfig:
 @dataclass(frozen=True, slots=True)
 class Lines:
     """Where a request waits: for the tokenizer, then for a worker; the requests in flight,
-    for a stopping endpoint; the servers' health (told of failures; none to wait for: 503)."""
+    for a stopping endpoint; the servers' health (told of failures; none to wait for: 503);
+    how the admitted ones ended, by mode (``/metrics``)."""
 
     prompts: PromptLine
     admission: Admission
     in_flight: InFlight
     health: Health
+    requests: RequestMetrics
 
 
 READ_METHODS = ("GET", "HEAD")
@@ -139,6 +142,7 @@ async def _complete(
     place: Accepted,
     hold: ClientHold,
 ) -> Response:
+    arrived_s = setup.clock()
     body = await _body(request, api.limits)
     batch = parse_requests(body, chat, api.defaults, api.limits)  # a request per prompt
     parsed = batch[0]
@@ -150,7 +154,8 @@ async def _complete(
             prepared.append(await _prepared(request, setup, api, one, lines.prompts))
         except ApiError as exc:
             raise (of_prompt(index, exc) if is_batch(body, chat) else exc) from None
-    work: Work = partial(run_prompts, setup, tuple(prepared))
+    work: Work = lines.requests.timed(partial(run_prompts, setup, tuple(prepared)), parsed.mode,
+                                      arrived_s)  # fmt: skip
     await lines.health.refuse_if_hopeless(setup.config.retry_timeout_s)  # 503: no server
     admission = lines.admission
 
@@ -219,7 +224,7 @@ def build_app(
     watch = ServerWatch(setup.config.servers, clock, wall_clock, setup.answered_at_start)
     health = Health(watch, setup.verifiers, admission, clock)
     setup = dataclasses.replace(setup, verifiers=health.clients, known_down=health.known_down)
-    lines = Lines(prompts, admission, in_flight or InFlight(), health)
+    lines = Lines(prompts, admission, in_flight or InFlight(), health, RequestMetrics(setup.clock))
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
@@ -246,7 +251,8 @@ def build_app(
 
     @app.api_route("/metrics", methods=list(READ_METHODS))
     async def metrics() -> Response:
-        text = admission.metrics() + prompts.metrics() + await health.metrics()
+        text = admission.metrics() + prompts.metrics() + lines.requests.metrics()
+        text += await health.metrics()
         return Response(text, media_type="text/plain; version=0.0.4")
 
     add_tokenizer_routes(app, setup, api.model_id, api.limits, prompts, _body, error_response,

@@ -55,6 +55,7 @@ class Completion:
     completion_tokens: int  # the tokens of ``text`` (and an EOS the model ended on)
     finish_reason: str  # "stop" (EOS or a stop sequence) or "length" (max_tokens)
     logprobs: ChoiceLogprobs | None = None  # those tokens', when the request asks
+    first_token_at_s: float | None = None  # the setup's clock at its first token (None: none)
 
 
 def _window(setup: EdgeSetup, request: ParsedRequest) -> Any:
@@ -149,6 +150,7 @@ def run_request(
     stop_ids = frozenset(prepared.sampling.stop_token_ids)  # with a chat's end of turn
     text = TextStream(setup.tokenizer, request.stop, stop_ids, request.min_tokens)
     committed: list[int] = []
+    first_at: list[float] = []  # when the first tokens came
     echo = PromptEcho(setup.tokenizer, request, prepared.prompt_ids, on_text)
     tally = None if request.logprobs is None else LogprobTally(
         setup.tokenizer, committed, echo.offsets(text.token_offsets))  # fmt: skip
@@ -157,6 +159,8 @@ def run_request(
         echo.before_tokens()
         if not request.max_tokens:  # the prompt alone: no output shown
             raise Cancelled
+        if not committed:
+            first_at.append(setup.clock())
         committed.extend(tokens)
         delta = text.push(tokens)
         if delta:
@@ -181,7 +185,8 @@ def run_request(
     n = text.num_tokens
     return Completion(echo.text + text.text, len(prepared.prompt_ids), n,
                       _finish(setup, text, committed, request),
-                      echo.joined(None if tally is None else tally.whole(n)))  # fmt: skip
+                      echo.joined(None if tally is None else tally.whole(n)),
+                      first_at[0] if first_at else None)  # fmt: skip
 
 
 def _finish(
