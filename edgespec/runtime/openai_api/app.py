@@ -78,6 +78,11 @@ class Lines:
     health: Health
     requests: RequestMetrics
 
+    async def metrics(self) -> str:
+        """``/metrics``: the queues, how the admitted requests ended, the servers' states."""
+        text = self.admission.metrics() + self.prompts.metrics() + self.requests.metrics()
+        return text + await self.health.metrics()
+
 
 READ_METHODS = ("GET", "HEAD")
 """The methods of the routes that only read: a HEAD answered as the GET, status and headers
@@ -251,9 +256,7 @@ def build_app(
 
     @app.api_route("/metrics", methods=list(READ_METHODS))
     async def metrics() -> Response:
-        text = admission.metrics() + prompts.metrics() + lines.requests.metrics()
-        text += await health.metrics()
-        return Response(text, media_type="text/plain; version=0.0.4")
+        return Response(await lines.metrics(), media_type="text/plain; version=0.0.4")
 
     add_tokenizer_routes(app, setup, api.model_id, api.limits, prompts, _body, error_response,
                          lambda request: admission.hold(_client_address(request)))  # fmt: skip
