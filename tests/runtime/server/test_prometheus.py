@@ -152,4 +152,9 @@ def test_every_metric_the_docs_name_is_one_the_server_or_endpoint_exports() -> N
     exported |= {
         f"edgespec_openai_{n}" for n in re.findall(r'\("([a-z_]+)", "(?:gauge|counter)"', endpoint)
     }
+    from edgespec.runtime.openai_api.request_metrics import RequestMetrics
+
+    requests = RequestMetrics(lambda: 0.0).metrics().splitlines()  # its names are built
+    exported |= {re.split(r"[{ ]", line)[0] for line in requests if not line.startswith("#")}
+    exported |= {n.removesuffix("_count") for n in exported if n.startswith("edgespec_openai_")}
     assert len(named) > 20 and not named - exported, sorted(named - exported)
