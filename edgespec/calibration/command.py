@@ -150,7 +150,7 @@ def _pair(args: argparse.Namespace) -> _Pair:
     target, files, tokenizer = loaded.model, loaded.weight_files, loaded.tokenizer
     if args.draft == "ngram":
         return _Pair(args.target, target, files, "ngram", NgramDrafter, None, tokenizer)
-    model = load_model(args.draft, verbose=args.verbose).model
+    model = load_model(args.draft, verbose=args.verbose, with_tokenizer=False).model
     make = partial(TransformersDraft, model)
     return _Pair(args.target, target, files, args.draft, make, model, tokenizer)
 

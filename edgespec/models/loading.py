@@ -148,6 +148,7 @@ def load_model(
     require_tokenizer: bool = False,
     verbose: bool = False,
     device: str = "cpu",
+    with_tokenizer: bool = True,
 ) -> LoadedModel:
     """Load a model by name or path (see :func:`resolve_model`), in eval mode on ``device``
     (``cpu``, ``cuda`` or ``cuda:N``; one torch cannot use is a
@@ -156,6 +157,9 @@ def load_model(
 
     A local Hugging Face directory saved without a tokenizer (tiny test models) loads with
     ``tokenizer=None``, unless ``require_tokenizer`` (then :class:`ModelNotFoundError`).
+    ``with_tokenizer=False`` reads no tokenizer (``tokenizer=None``; a GGUF file's comes with
+    its weights): for a caller that sees token ids only, a verification server say (Gemma's
+    takes seconds to load).
     A feature draft (:mod:`edgespec.models.feature_draft`) takes its embedding and head
     rows from its target: ``target`` if given, else the target named in its config.
     The libraries' progress bars and warnings show only when ``verbose``."""
@@ -163,7 +167,7 @@ def load_model(
     weights = torch_dtype(dtype)
     check_device_available(device)
     with library_output(verbose):
-        loaded = _load(spec, weights, num_threads, target, verbose, device)
+        loaded = _load(spec, weights, num_threads, target, verbose, device, with_tokenizer)
         if device != "cpu":  # loaded on the CPU: nothing to move there
             loaded.model.to(device)
     if require_tokenizer and loaded.tokenizer is None:
@@ -236,6 +240,7 @@ def _load(
     target: LoadedModel | None,
     verbose: bool,
     device: str,
+    with_tokenizer: bool = True,
 ) -> LoadedModel:
     import torch
     from transformers import AutoModelForCausalLM
@@ -251,12 +256,13 @@ def _load(
 
         assert spec.path is not None
         draft = TrimmedVocabDraft.load(spec.path, dtype=dtype)
-        return LoadedModel(spec=spec, model=draft, tokenizer=_draft_tokenizer(spec.path, draft))
+        words = _draft_tokenizer(spec.path, draft) if with_tokenizer else None
+        return LoadedModel(spec=spec, model=draft, tokenizer=words)
     tokenizer: Any
     if spec.source is ModelSource.GEMMA3_270M_GGUF:
         directory = gemma_directory()
         model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=dtype)
-        tokenizer = gemma_tokenizer(directory)
+        tokenizer = gemma_tokenizer(directory) if with_tokenizer else None
         files = _directory_files(directory)
     elif spec.source is ModelSource.GGUF_FILE:
         assert spec.path is not None
@@ -265,7 +271,7 @@ def _load(
     else:
         assert spec.path is not None
         model = AutoModelForCausalLM.from_pretrained(str(spec.path), dtype=dtype)
-        tokenizer = _saved_tokenizer(str(spec.path))
+        tokenizer = _saved_tokenizer(str(spec.path)) if with_tokenizer else None
         files = _directory_files(spec.path)
     model.eval()  # type: ignore[no-untyped-call]
     return LoadedModel(spec=spec, model=model, tokenizer=tokenizer, weight_files=files)

@@ -43,6 +43,7 @@ def test_probes_exist() -> None:
         "openai_concurrency.py",
         "pass_ops.py",
         "row_products.py",
+        "target_load.py",
         "tokenizer_load.py",
         "tree_bound.py",
         "warm_start.py",

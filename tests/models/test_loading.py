@@ -176,3 +176,19 @@ def test_a_directory_of_a_tokenizer_alone_is_read(tmp_path: Path) -> None:
     (alone / "model.safetensors").write_bytes(b"")
     with pytest.raises(BrokenModelError, match="has weights but neither config.json"):
         load_tokenizer(str(alone))
+
+
+def test_without_its_tokenizer_a_model_reads_no_tokenizer(tmp_path: Path) -> None:
+    """A verification server sees token ids only: its target loads without the tokenizer
+    saved beside it (Gemma's took seconds of every start), the same weights."""
+    from tests.word_tokenizer import make_word_tokenizer
+
+    model = tiny_llama(seed=0)
+    model.save_pretrained(str(tmp_path / "m"))
+    make_word_tokenizer(16).save_pretrained(tmp_path / "m")
+    assert load_model(str(tmp_path / "m")).tokenizer is not None
+    loaded = load_model(str(tmp_path / "m"), with_tokenizer=False)
+    assert loaded.tokenizer is None and not loaded.model.training
+    ids = torch.tensor([[3, 4, 5]])
+    with torch.no_grad():
+        assert torch.equal(loaded.model(input_ids=ids).logits, model(input_ids=ids).logits)

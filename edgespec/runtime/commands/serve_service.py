@@ -160,7 +160,8 @@ def _draft_factory(
     model = None
     if draft_name != "ngram":
         device, dtype = placement.device, placement.dtype
-        model = load_model(draft_name, dtype, verbose=verbose, device=device).model
+        model = load_model(draft_name, dtype, verbose=verbose, device=device,
+                           with_tokenizer=False).model  # fmt: skip
         try:
             check_draft_vocab(draft_name, model, vocab_size)
         except ConfigError as exc:  # --draft is a flag, not a ServerConfig field

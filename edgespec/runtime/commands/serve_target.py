@@ -111,7 +111,8 @@ def _load_transformers_target(
     note = " (first load: dequantizing its GGUF once into a cached fp32 copy)" if first else ""
     say(f"loading the target {config.target}{note}")
     placement = config.placement()
-    loaded = load_model(config.target, placement.dtype, verbose=verbose, device=placement.device)
+    loaded = load_model(config.target, placement.dtype, verbose=verbose, device=placement.device,
+                        with_tokenizer=False)  # the server sees token ids only  # fmt: skip
     model = loaded.model
 
     numerics: Numerics = "lossy" if lossy else "exact"

@@ -91,7 +91,7 @@ class _Client:
             from edgespec.models.loading import load_model
 
             torch.set_num_threads(1)
-            self.draft_model = load_model(spec.draft_model_dir).model
+            self.draft_model = load_model(spec.draft_model_dir, with_tokenizer=False).model
             _check_draft_vocab(spec.load.draft, self.draft_model, spec.vocab_size)
         if spec.load.mode == "distributed":
             self.drafter()  # the first imports the draft backends and torch: not in a request
