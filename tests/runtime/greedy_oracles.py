@@ -83,9 +83,11 @@ def target_logprobs(
     (one uncached forward pass), and the ``num_top`` likeliest tokens' (ties by id)."""
     step = target.forward([ForwardItem(None, 0, (*prompt, *output[:-1]), len(output))])[0]
     found = []
-    for row, token in zip(np.asarray(step.rows.host(), dtype=np.float64), output, strict=True):
+    rows = np.asarray(step.rows.host(), dtype=np.float64)
+    ids = np.arange(rows.shape[1])
+    for row, token in zip(rows, output, strict=True):
         log_total = np.log(np.exp(row - row.max()).sum()) + row.max()
-        order = sorted(range(len(row)), key=lambda t: (-row[t], t))[:num_top]
+        order = [int(t) for t in np.lexsort((ids, -row))[:num_top]]  # numpy: 262k ids a row
         found.append(
             (float(row[token] - log_total), [(t, float(row[t] - log_total)) for t in order])
         )

@@ -25,6 +25,7 @@ def test_both_modes_return_the_targets_prompt_log_probabilities_at_full_vocabula
     from edgespec.runtime.messages import SessionSpec
     from edgespec.runtime.wire.grpc_client import RemoteVerifier
     from tests.runtime.conftest import start_server
+    from tests.runtime.greedy_oracles import target_logprobs
 
     try:
         loaded = load_model("gemma3-270m")
@@ -51,27 +52,7 @@ def test_both_modes_return_the_targets_prompt_log_probabilities_at_full_vocabula
     assert result.output_token_ids == output
     assert len(central) == len(distributed) == 1 and central[0] == distributed[0]
     assert len(central[0]) == len(prompt) - 1
-    for got, (logprob, top) in zip(central[0], _scores(target, prompt, 5), strict=True):
+    expected = target_logprobs(target, prompt[:1], prompt[1:], 5)
+    for got, (logprob, top) in zip(central[0], expected, strict=True):
         assert got.logprob == pytest.approx(logprob, abs=1e-3)
-        assert [t for t, _ in got.top] == top
-
-
-def _scores(
-    target: TransformersTarget, prompt: tuple[int, ...], num_top: int
-) -> list[tuple[float, list[int]]]:
-    """Each prompt token's log-probability after the tokens before it, under one uncached
-    forward pass, and the ``num_top`` likeliest tokens (ties by id), ranked in numpy (262k
-    rows in Python's sort would take minutes)."""
-    import numpy as np
-
-    from edgespec.runtime.backends.base import ForwardItem
-
-    step = target.forward([ForwardItem(None, 0, prompt[:-1], len(prompt) - 1)])[0]
-    rows = np.asarray(step.rows.host(), dtype=np.float64)
-    ids = np.arange(rows.shape[1])
-    found = []
-    for row, token in zip(rows, prompt[1:], strict=True):
-        log_total = np.log(np.exp(row - row.max()).sum()) + row.max()
-        top = np.lexsort((ids, -row))[:num_top]
-        found.append((float(row[token] - log_total), [int(t) for t in top]))
-    return found
+        assert [t for t, _ in got.top] == [t for t, _ in top]

@@ -84,11 +84,9 @@ class RequestMetrics:
                 cancel: threading.Event) -> Choices:  # fmt: skip
             try:
                 choices = work(on_text, cancel)
-            except Cancelled:
-                self.record(Finished(mode, "cancelled"))
-                raise
-            except BaseException:
-                self.record(Finished(mode, "cancelled" if cancel.is_set() else "failed"))
+            except BaseException as exc:
+                left = isinstance(exc, Cancelled) or cancel.is_set()
+                self.record(Finished(mode, "cancelled" if left else "failed"))
                 raise
             self.record(finished(mode, choices, arrived_s, self._clock()))
             return choices

@@ -19,6 +19,7 @@ from edgespec.runtime.openai_api.generation import Completion
 from edgespec.runtime.openai_api.request_metrics import RequestMetrics
 from edgespec.runtime.openai_api.serve import ApiThread
 from tests.runtime.openai_api.conftest import MODEL
+from tests.runtime.openai_api.test_server_health import Clock
 
 NO_EOS: dict[str, Any] = {"ignore_eos": True}
 CENTRALIZED: dict[str, Any] = {"edgespec": {"mode": "centralized"}, **NO_EOS}
@@ -86,14 +87,6 @@ def test_a_client_that_leaves_mid_stream_is_counted_cancelled(api: ApiThread, cl
     assert _ended(_metrics(api), "centralized", "cancelled") == before + 1
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 def _done(first_at: float | None, tokens: int) -> Choices:
     return Choices((Completion("x", 4, tokens, "length", None, first_at),), 4)
 
@@ -104,7 +97,7 @@ def test_work_is_timed_from_arrival_and_each_end_is_classed() -> None:
 
     def work(result: Choices | BaseException, took_s: float) -> Any:
         def run(on_text: Any, cancel: threading.Event) -> Choices:
-            clock.t += took_s
+            clock.now_s += took_s
             if isinstance(result, BaseException):
                 raise result
             return result
@@ -115,10 +108,10 @@ def test_work_is_timed_from_arrival_and_each_end_is_classed() -> None:
     metrics.timed(work(_done(100.3, 7), 1.5), "distributed", 100.0)(print, cancel)
     for error in (Cancelled(), RuntimeError("broken")):
         with pytest.raises(type(error)):
-            metrics.timed(work(error, 1.0), "centralized", clock.t)(print, cancel)
+            metrics.timed(work(error, 1.0), "centralized", clock.now_s)(print, cancel)
     cancel.set()  # the client gone: whatever the work raised, it was cancelled
     with pytest.raises(RuntimeError):
-        metrics.timed(work(RuntimeError("cut"), 1.0), "centralized", clock.t)(print, cancel)
+        metrics.timed(work(RuntimeError("cut"), 1.0), "centralized", clock.now_s)(print, cancel)
     samples = _samples(metrics.metrics())
     assert [_ended(samples, "centralized", o) for o in ("completed", "failed", "cancelled")] == [
         0, 1, 2]  # fmt: skip
