@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Downloads every wheel of the development environment ONCE per set of pins and caches them
 # outside the clone, so that `make` on a fresh clone installs from that folder alone
-# (pip --no-index): pip spends most of an install against the index resolving, reading every
+# (--no-index): pip spent most of an install against the index resolving, reading every
 # file of every release of each package; from a folder holding one wheel of each it reads
 # only those.
 #
@@ -10,9 +10,10 @@
 # The folder is keyed by constraints.txt, pyproject.toml, the llama-cpp-python wheel's folder
 # (tools/build_llamacpp_wheel.sh) and PYTHON's version and machine, so a change to any of
 # them downloads a new set beside the old one. It holds torch 2.13.0 (the CPU build pip finds
-# on this machine's disk), the project's dependencies as constraints.txt pins them, and the
-# build requirements of the editable install (setuptools, wheel). A folder is complete or
-# absent: the wheels land in a temporary folder renamed into place once all are there.
+# on this machine's disk), the project's dependencies as constraints.txt pins them, uv (the
+# installer) and the build requirements of the editable install (setuptools, wheel). A folder
+# is complete or absent: the wheels land in a temporary folder renamed into place once all are
+# there.
 # EDGESPEC_WHEEL_CACHE overrides the cache root (default ~/.cache/edgespec/wheels).
 set -euo pipefail
 
@@ -39,7 +40,7 @@ WORK=$(mktemp -d "$ROOT/.dev-env-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 echo "downloading the development environment's wheels into $DIR (once per set of pins)" >&2
 "$PY" -m pip download -q -d "$WORK" -c constraints.txt --find-links "$LLAMACPP" \
-  --only-binary llama-cpp-python torch==2.13.0 "setuptools>=68" wheel \
+  --only-binary llama-cpp-python torch==2.13.0 "setuptools>=68" wheel uv \
   ".[runtime,learn,dev,llamacpp,data]" >&2
 rm -f "$WORK"/edgespec-*  # the project itself is installed editable from the clone
 touch "$WORK/complete"
