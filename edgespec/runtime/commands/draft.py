@@ -16,6 +16,7 @@ from edgespec.runtime.commands.draft_chat import (
     chat_on,
     check_chat_flags,
     prompt_text_ids,
+    template_rendering,
 )
 from edgespec.runtime.commands.draft_checks import (
     check_blocks,
@@ -103,7 +104,7 @@ def _run(args: argparse.Namespace) -> int:
         say.done()
         budget = ContextBudget.of(args, config.max_new_tokens, health.max_context_tokens,
                                   vocab_size)  # fmt: skip
-        return converse(run, args.system, budget, generate, args.mode)
+        return converse(run, args.system, template_rendering(args), budget, generate, args.mode)
     outcome = generate(run, say.done)
     outcome.report(args.mode)
     if args.records:

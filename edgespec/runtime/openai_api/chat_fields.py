@@ -25,7 +25,8 @@ RESERVED = frozenset({
 })  # fmt: skip
 """What the endpoint passes the template (or transformers' renderer) itself."""
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+"""What a template variable set by a request may be named (a Jinja name, at most 64)."""
 _FIELDS = ("add_generation_prompt", "continue_final_message")  # fields of the request's own
 
 
@@ -55,7 +56,7 @@ def template_kwargs(body: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
         raise invalid(f"chat_template_kwargs sets {len(given)} variables, over the limit of "
                       f"{MAX_TEMPLATE_KWARGS}", param=param)  # fmt: skip
     for name in given:
-        if not _NAME.fullmatch(name):
+        if not VARIABLE_NAME.fullmatch(name):
             raise invalid(f"chat_template_kwargs: {shown(name)} is no template variable name "
                           "(letters, digits and _, not first a digit; at most 64)",
                           param=param)  # fmt: skip

@@ -1,5 +1,6 @@
 """``edgespec draft --chat``: ``--prompt`` (after ``--system``) rendered by the tokenizer's
-chat template as the endpoint renders chat messages, the reply ending at the template's end
+chat template as the endpoint renders chat messages (``--chat-template-kwarg``: the
+template's own variables, as ``chat_template_kwargs``), the reply ending at the template's end
 of turn, which the text, the stats and ``--compare`` leave out (as the endpoint's
 ``completion_tokens``); ``stop_token_ids`` end the text alike. The flags' mistakes are
 refused before anything loads. Against a loopback server with a tiny target and a word
@@ -23,8 +24,10 @@ from tests.word_tokenizer import make_word_tokenizer, word_vocab
 BUDGET = 24
 TEMPLATE = (
     "{% for m in messages %}{{ m['content'] }} <end_of_turn> {% endfor %}"
-    "{% if add_generation_prompt %}w9 {% endif %}"
+    "{% if add_generation_prompt %}{% if greet %}w4 {% else %}w9 {% endif %}{% endif %}"
 )
+"""Each turn's words and its end; a reply's start ``w9``, or ``w4`` when the template's own
+variable ``greet`` is set (``--chat-template-kwarg``)."""
 
 
 def _chat_ids(end: int, system: bool) -> tuple[int, ...]:
@@ -129,6 +132,18 @@ def test_stop_token_ids_end_the_text_before_them(
          "--interactive: --compare is for one prompt: drop --compare"),
         (["--interactive", "--records", "r.jsonl"],
          "--interactive: --records is for one prompt: drop --records"),
+        (["--prompt", "w5", "--chat-template-kwarg", "greet=true"],
+         "--chat-template-kwarg is a variable of --chat's template: add --chat"),
+        (["--chat", "--prompt", "w5", "--chat-template-kwarg", "greet"],
+         "--chat-template-kwarg 'greet': give NAME=VALUE"),
+        (["--interactive", "--chat-template-kwarg", "9x=1"],
+         "--chat-template-kwarg '9x=1': '9x' is no template variable name (letters, digits "
+         "and _, not first a digit; at most 64)"),
+        (["--chat", "--prompt", "w5", "--chat-template-kwarg", "add_generation_prompt=false"],
+         "--chat-template-kwarg 'add_generation_prompt=false': add_generation_prompt is the "
+         "chat renderer's own argument, not a template variable"),
+        (["--chat", "--prompt", "w5", "--chat-template-kwarg", "greet=1",
+          "--chat-template-kwarg", "greet=2"], "--chat-template-kwarg: greet is given twice"),
     ],
 )  # fmt: skip
 def test_chat_flag_mistakes_exit_2_before_the_server_is_reached(
@@ -137,6 +152,23 @@ def test_chat_flag_mistakes_exit_2_before_the_server_is_reached(
     argv = ["draft", "--server", "127.0.0.1:9", "--draft", "ngram", *flags]
     assert main(argv) == 2
     assert capsys.readouterr().err.strip() == f"edgespec draft: {message}"
+
+
+@pytest.mark.parametrize(("given", "greets"), [("greet=true", True), ("greet=false", False),
+                                               ("greet=no", True)])  # fmt: skip
+def test_a_template_variable_is_read_as_json_else_as_text(
+    given: str, greets: bool, server: ServerThread, target: TransformersTarget,
+    chat_setup: tuple[Path, int, list[int]], capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """``--chat-template-kwarg greet=VALUE`` sets the template's ``greet``: ``false`` is JSON's
+    false (``w9``), ``no`` no JSON, so the text "no" (set: ``w4``); the reply is target-only
+    decoding's of the prompt so rendered."""
+    tokenizer, end, reply = chat_setup
+    greeted = _cut(list(target_greedy_decode(target, (5, 6, end, 4), BUDGET)), end)
+    assert greeted != _cut(reply, end)  # the variable changes the reply: the test is live
+    argv = _argv(server, tokenizer, "--chat", "--prompt", "w5 w6", "--chat-template-kwarg", given)
+    assert main(argv) == 0
+    assert capsys.readouterr().out == _text(greeted if greets else _cut(reply, end)) + "\n"
 
 
 def test_a_tokenizer_without_a_chat_template_is_named(
@@ -178,6 +210,23 @@ def test_interactive_turns_carry_the_conversation(
         f"[{mode}: {len(first)} tokens", f"[{mode}: {len(second)} tokens",
     ]  # fmt: skip
     assert open_sessions(f"127.0.0.1:{server.port}") == 0
+
+
+def test_interactive_turns_are_rendered_with_the_template_variables(
+    server: ServerThread, target: TransformersTarget, chat_setup: tuple[Path, int, list[int]],
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Each turn's prompt ends at the reply's start as ``greet`` renders it (``w4``)."""
+    import io
+
+    tokenizer, end, _ = chat_setup
+    first = _cut(list(target_greedy_decode(target, (5, 6, end, 4), BUDGET)), end)
+    second_prompt = (5, 6, end, *first, end, 7, end, 4)
+    second = _cut(list(target_greedy_decode(target, second_prompt, BUDGET)), end)
+    monkeypatch.setattr("sys.stdin", io.StringIO("w5 w6\nw7\n"))
+    argv = _argv(server, tokenizer, "--interactive", "--chat-template-kwarg", "greet=true")
+    assert main(argv) == 0
+    assert capsys.readouterr().out == f"{_text(first)}\n{_text(second)}\n"
 
 
 def test_a_conversation_past_the_context_is_refused_in_one_line(
