@@ -84,6 +84,7 @@ class MetricsAccumulator:
         self._batch_sizes: Counter[int] = Counter()
         self._busy: dict[int, ServerBusyTime] = {}
         self._num_committed: int | None = None  # None: no round counted
+        self._num_unfinished: int | None = None  # None: not counted (the source knows not)
 
     def add_request(self, record: RequestRecord) -> None:
         """Count one completed request."""
@@ -153,6 +154,13 @@ class MetricsAccumulator:
             raise ValueError(f"committed tokens must be >= 0, got {num_tokens}")
         self._num_committed = (self._num_committed or 0) + num_tokens
 
+    def add_unfinished(self, num_requests: int) -> None:
+        """Count ``num_requests`` that arrived inside the run and had not finished at its end
+        (the simulator's devices' requests running or waiting then)."""
+        if num_requests < 0:
+            raise ValueError(f"unfinished requests must be >= 0, got {num_requests}")
+        self._num_unfinished = (self._num_unfinished or 0) + num_requests
+
     def merge(self, other: MetricsAccumulator) -> None:
         """Add every record ``other`` counted (a shard of the same run): the result is
         what one accumulator fed all the records gives (sums are exact, percentiles
@@ -176,6 +184,8 @@ class MetricsAccumulator:
         self._batch_sizes.update(other._batch_sizes)
         if other._num_committed is not None:
             self._num_committed = (self._num_committed or 0) + other._num_committed
+        if other._num_unfinished is not None:
+            self.add_unfinished(other._num_unfinished)
         for server, busy in other._busy.items():
             mine_busy = self._busy.get(server)
             if mine_busy is None:
@@ -229,6 +239,7 @@ class MetricsAccumulator:
             committed_goodput_tokens_per_s=None
             if self._num_committed is None
             else self._num_committed / duration_s,
+            num_unfinished_requests=self._num_unfinished,
         )
 
     def _server_busy(self, duration_s: float, num_servers: int) -> tuple[float, ...]:

@@ -137,6 +137,7 @@ class RecordFiles:
         self._add_batch = self.acc.add_batch
         self._add_round = self.acc.add_round
         self.committed = self.acc.add_committed  # a run without round records, at its end
+        self.unfinished = self.acc.add_unfinished  # every run, at its end
 
     def _temporary(self, name: str) -> Path:
         """Where ``name`` is written until the run ends well."""

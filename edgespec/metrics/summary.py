@@ -45,12 +45,14 @@ def summarize(
     duration_s: float,
     num_servers: int,
     rounds: Iterable[RoundRecord] | None = None,
+    num_unfinished_requests: int | None = None,
 ) -> SystemMetrics:
     """Metrics of a run of ``duration_s`` seconds on ``num_servers`` target servers.
 
     ``requests`` are the completed requests, ``batches`` every verification forward pass,
     ``rounds`` (optional) every round verified inside the run: with them the metrics hold
-    the committed goodput too. Raises ``ValueError`` naming the record when one is
+    the committed goodput too; ``num_unfinished_requests`` (optional), those that had not
+    finished at its end. Raises ``ValueError`` naming the record when one is
     inconsistent.
     """
     acc = MetricsAccumulator()
@@ -60,6 +62,8 @@ def summarize(
         acc.add_batch(batch)
     for record in rounds if rounds is not None else ():
         acc.add_round(record)
+    if num_unfinished_requests is not None:
+        acc.add_unfinished(num_unfinished_requests)
     return acc.finish(duration_s, num_servers)
 
 
@@ -98,6 +102,15 @@ def _ms(stats: LatencyStats | None, name: str) -> str:
     return "-" if stats is None else fixed(getattr(stats, name) * 1000, 1)
 
 
+def _requests(m: SystemMetrics) -> str:
+    """The requests that finished in the run, and those that had not at its end (if any
+    and counted)."""
+    finished = f"{plain(m.num_requests)} in {plain(m.duration_s, 4)} s"
+    if not m.num_unfinished_requests:
+        return finished
+    return f"{finished}, {plain(m.num_unfinished_requests)} unfinished at the end"
+
+
 def print_summary(metrics: SystemMetrics, console: Console | None = None) -> None:
     """Print a compact rich summary: latency percentiles, then throughput, SLO, speculation
     and server rows."""
@@ -119,7 +132,7 @@ def print_summary(metrics: SystemMetrics, console: Console | None = None) -> Non
     tab = Table(title="system", title_justify="left", box=None, pad_edge=False, show_header=False)
     tab.add_column("metric")
     tab.add_column("value")
-    tab.add_row("requests", f"{plain(m.num_requests)} in {plain(m.duration_s, 4)} s")
+    tab.add_row("requests", _requests(m))
     tab.add_row("throughput", f"{plain(m.throughput_requests_per_s)} req/s")
     tab.add_row("goodput", f"{plain(m.goodput_tokens_per_s, 4)} tok/s")
     if m.committed_goodput_tokens_per_s is not None:

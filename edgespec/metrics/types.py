@@ -135,6 +135,10 @@ class SystemMetrics(_Record):
     committed_goodput_tokens_per_s: float | None = None
     """``num_committed_tokens / duration_s``: verified, committed tokens per second of
     the run (WISP §5.2.2, Table 3); ``None`` when no round records were counted."""
+    num_unfinished_requests: int | None = None
+    """Requests that arrived inside the run and had not finished at its end (running, or
+    waiting for their device): none of the per-request statistics counts them, so a run
+    whose queues grow shows it here; ``None`` when the source did not count them."""
 
     def slo_classes_by_target(self) -> tuple[SloClassStats, ...]:
         """SLO classes ordered by target speed (loosest first), classes without one last."""

@@ -33,6 +33,7 @@ from edgespec.metrics.types import SystemMetrics
 from edgespec.policies.fusing import fusing
 from edgespec.sim.handler_sets import build_loop, choose_handler_set
 from edgespec.sim.kernel import EventQueue, Handler, RecordSink
+from edgespec.sim.model.entities import DeviceState
 from edgespec.sim.setup.build import Policies, build_run
 from edgespec.sim.setup.resolve import resolve
 from edgespec.sim.setup.scenario import Scenario
@@ -62,6 +63,9 @@ class SimResult:
     """Tokens committed by every round verified inside the run, finished request or not
     (Σ ``RoundRecord.num_committed`` of its rounds, recorded or not: every handler set
     counts them)."""
+    num_unfinished_requests: int = 0
+    """Requests that arrived inside the run and had not finished at its end: running on
+    their device, or waiting for it (:func:`num_unfinished`)."""
 
 
 class _ListSink:
@@ -83,6 +87,9 @@ class _ListSink:
     def committed(self, num_tokens: int) -> None:
         """Kept in :attr:`SimResult.num_committed_tokens` instead."""
 
+    def unfinished(self, num_requests: int) -> None:
+        """Kept in :attr:`SimResult.num_unfinished_requests` instead."""
+
 
 class StreamSink:
     """Aggregates online (memory flat in simulated time)."""
@@ -93,6 +100,7 @@ class StreamSink:
         self.request: Callable[[RequestRecord], None] = self.acc.add_request
         self.batch: Callable[[BatchRecord], None] = self.acc.add_batch
         self.committed: Callable[[int], None] = self.acc.add_committed
+        self.unfinished: Callable[[int], None] = self.acc.add_unfinished
 
     def round(self, record: RoundRecord) -> None:
         """Rounds come only from a run that records them; they give the committed goodput,
@@ -119,6 +127,9 @@ class _GlobalIds:
 
     def committed(self, num_tokens: int) -> None:
         self.sink.committed(num_tokens)
+
+    def unfinished(self, num_requests: int) -> None:
+        self.sink.unfinished(num_requests)
 
 
 def simulate(
@@ -154,8 +165,7 @@ def simulate(
     loop = build_loop(state, choice)
     loop.arrivals.start(state.q)
     _run_events(state.q, loop.handlers(), scenario, progress)
-    if not record_rounds:  # else the sink counted every round's record
-        state.sink.committed(state.num_committed_tokens)
+    unfinished = _tell_the_end(state, record_rounds)
     done = SimResult(
         (),
         (),
@@ -166,6 +176,7 @@ def simulate(
         path=choice.description,
         num_late_arrivals=num_arrivals_after(state.trace, scenario.duration_s),
         num_committed_tokens=state.num_committed_tokens,
+        num_unfinished_requests=unfinished,
     )
     if isinstance(collected, _ListSink):
         rounds = tuple(collected.rounds or ())
@@ -178,6 +189,22 @@ def simulate(
     if isinstance(collected, StreamSink):
         return replace(done, metrics=collected.acc.finish(scenario.duration_s, len(state.servers)))
     return done
+
+
+def _tell_the_end(state: SimState, record_rounds: bool) -> int:
+    """Give the sink the run's end counts: the committed tokens when it saw no round
+    records, and the requests unfinished (returned)."""
+    if not record_rounds:  # else the sink counted every round's record
+        state.sink.committed(state.num_committed_tokens)
+    unfinished = num_unfinished(state.devices)
+    state.sink.unfinished(unfinished)
+    return unfinished
+
+
+def num_unfinished(devices: Sequence[DeviceState]) -> int:
+    """The requests ``devices`` hold at the end of a run: each one's running request (its
+    session) and those waiting for it."""
+    return sum((device.session is not None) + len(device.pending) for device in devices)
 
 
 def _run_events(
