@@ -65,7 +65,7 @@ def one_run(target: Any, prompts: list[tuple[int, ...]], case: str, args: Any) -
     from edgespec.runtime.server.config import ServerConfig
     from edgespec.runtime.server.engine import VerificationEngine
     from edgespec.runtime.server.service import VerificationService
-    from edgespec.runtime.wire.grpc_server import ServerThread
+    from edgespec.runtime.wire.server_thread import ServerThread
 
     config = from_dict(ServerConfig, {"prefill_part_tokens": args.parts})
 

@@ -111,8 +111,8 @@ def real_rounds() -> tuple[list[Round], list[int]]:
     from edgespec.runtime.server.service import VerificationService
     from edgespec.runtime.testing import noisy_copy, tiny_llama
     from edgespec.runtime.wire.grpc_client import RemoteVerifier
-    from edgespec.runtime.wire.grpc_server import ServerThread
     from edgespec.runtime.wire.inprocess import target_greedy_decode
+    from edgespec.runtime.wire.server_thread import ServerThread
 
     torch.set_num_threads(1)
     target_model = tiny_llama(seed=0)

@@ -64,7 +64,7 @@ def run_real(
     from edgespec.runtime.server.config import ServerConfig
     from edgespec.runtime.server.engine import VerificationEngine
     from edgespec.runtime.server.service import VerificationService
-    from edgespec.runtime.wire.grpc_server import ServerThread
+    from edgespec.runtime.wire.server_thread import ServerThread
 
     config = from_dict(ServerConfig, {"port": 0, "max_batch_size": max_batch_size})
     ctx = child_context(__name__)

@@ -31,7 +31,7 @@ from edgespec.runtime.edge.routing import route
 from edgespec.runtime.messages import ServerStats
 from edgespec.runtime.testing import tiny_llama
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from edgespec.sim.model import router as sim_router
 from edgespec.sim.model.entities import ServerState
 from edgespec.sim.model.rng import spawn_generator

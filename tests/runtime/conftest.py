@@ -24,7 +24,7 @@ from edgespec.runtime.server.round_log import RoundLog  # noqa: E402
 from edgespec.runtime.server.service import VerificationService  # noqa: E402
 from edgespec.runtime.server.verification import EXACT_RULES, AnyRule  # noqa: E402
 from edgespec.runtime.testing import noisy_copy, tiny_llama  # noqa: E402
-from edgespec.runtime.wire.grpc_server import ServerThread  # noqa: E402
+from edgespec.runtime.wire.server_thread import ServerThread  # noqa: E402
 from tests.runtime.device import on_test_device  # noqa: E402
 
 torch.set_num_threads(1)

@@ -28,7 +28,7 @@ from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.testing import tiny_gemma3, tiny_llama
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 from tests.runtime.server.test_lossless_batching import oracle_greedy
 from tests.runtime.server.test_server import _run_clients

@@ -4,9 +4,11 @@
   **the only grpc importers**: the shared generated stubs, ``ErrorCode`` to gRPC
   status-code maps, message-size options and the client channels' reconnect backoff
   (100 ms growing to 1 s); the servicer (auth, TLS, size limits,
-  undecodable requests), ``start_server``, ``ServerThread``; the ``RemoteVerifier`` client;
+  undecodable requests), ``start_server``; the ``RemoteVerifier`` client;
   a client call's failure as a ``RequestError`` (a ``CANCELLED`` the server cut it with:
   ``UNAVAILABLE``) and a unary call's answer waited for until a cancel event;
+* :mod:`.server_thread` — ``ServerThread``: a server on its own event loop in a background
+  thread (the calibration's and reproductions' in-process servers, tests, benchmarks);
 * :mod:`.tls_probe` — ``speaks_tls``: one TLS handshake of the client's own when a
   plaintext client's connection was closed (``Socket closed``), so that a TLS server is
   named at once (``plaintext_refused``), not retried;

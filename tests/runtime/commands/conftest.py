@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 from tests.word_tokenizer import make_word_tokenizer
 

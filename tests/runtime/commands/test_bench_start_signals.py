@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from edgespec.cli import main
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.child_starts import children_left, signal_inside_starts
 from tests.runtime.commands.processes import still_running
 

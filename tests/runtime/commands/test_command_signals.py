@@ -18,7 +18,7 @@ import pytest
 
 from edgespec.runtime.commands.signals import signals_held
 from edgespec.runtime.loadgen.server_process import free_port
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.commands.processes import Command, open_sessions
 
 

@@ -14,7 +14,7 @@ import pytest
 from edgespec.cli import main
 from edgespec.models import loading
 from edgespec.runtime.edge import draft_backends
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.commands.draft_stages import split_stages
 
 CONTEXT = "exceeds the target's context of 4,096 tokens"  # the tiny target's

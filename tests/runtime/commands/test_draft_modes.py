@@ -18,8 +18,8 @@ from edgespec.cli import main
 from edgespec.models import loading
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.wire import grpc_client
-from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.runtime.wire.inprocess import target_greedy_decode
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.commands.draft_stages import split_stages
 from tests.word_tokenizer import make_word_tokenizer
 

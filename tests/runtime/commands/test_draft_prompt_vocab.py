@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.commands.test_draft_context import (  # noqa: F401  (fixtures)
     _refused,
     no_draft,

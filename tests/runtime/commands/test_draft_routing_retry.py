@@ -18,8 +18,8 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import ServerHealth, ServerStats, SessionSpec
 from edgespec.runtime.wire import grpc_client
-from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.runtime.wire.inprocess import target_greedy_decode
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.commands.draft_stages import split_stages
 from tests.runtime.conftest import start_server
 from tests.runtime.openai_api.conftest import free_port

@@ -15,8 +15,8 @@ import pytest
 from edgespec.cli import main
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.commands.draft_output import Shown
-from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.runtime.wire.inprocess import target_greedy_decode
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.commands.draft_stages import split_stages
 from tests.runtime.commands.processes import open_sessions
 from tests.word_tokenizer import make_word_tokenizer

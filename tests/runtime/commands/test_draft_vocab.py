@@ -22,8 +22,8 @@ from edgespec.models.trimmed import TrimmedDraftConfig, TrimmedVocabDraft
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.edge.draft_backends import draft_input_vocab
 from edgespec.runtime.testing import tiny_llama
-from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.runtime.wire.inprocess import target_greedy_decode
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.backends.llamacpp_fixtures import tiny_gguf
 from tests.runtime.commands.draft_stages import split_stages
 from tests.runtime.commands.processes import Command

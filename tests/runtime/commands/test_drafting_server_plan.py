@@ -15,7 +15,7 @@ from edgespec.config.scenario_files import bundled_scenarios_dir
 from edgespec.hardware.drafting_plan import build_costs, build_plan, load_planning
 from edgespec.policies.drafting_server.planner import PipelinePlanner, observe_tasks
 from edgespec.runtime.commands.drafting_server_plan import load_plan_flag, plan_line, plan_run
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.stage_lines import without_stages
 
 PROMPTS = [(1, 2, 3), (4, 5), (9,), (7, 7, 7, 7)]

@@ -15,7 +15,7 @@ from edgespec.hardware.drafting_plan import PipelineSystem
 from edgespec.policies.drafting_server.planner import PipelinePlan
 from edgespec.runtime.commands.drafting_server_plan import load_plan_flag
 from edgespec.runtime.commands.drafting_server_profiles import model_warnings, range_warnings
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.stage_lines import without_stages
 
 COEFFICIENTS = "kind: zhu\nflops: printed\nc1_s_per_flop: 2.08e-14\nc2_s: 1.28e-2\n"

@@ -25,7 +25,7 @@ from edgespec.runtime.commands.drafting_server_plan import (
     plan_line,
     plan_run,
 )
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 from tests.runtime.stage_lines import without_stages
 

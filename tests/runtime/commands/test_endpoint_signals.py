@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.commands.processes import Command, open_sessions
 
 STOPPING = "the endpoint is stopping: this request was cancelled before it finished"

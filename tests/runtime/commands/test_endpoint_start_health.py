@@ -18,7 +18,8 @@ import pytest
 from edgespec.cli import main
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.openai_api import serve, stopping
-from edgespec.runtime.wire.grpc_server import ServerThread, _Servicer
+from edgespec.runtime.wire.grpc_server import _Servicer
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 
 

@@ -18,8 +18,8 @@ from edgespec.cli import main
 from edgespec.config import ConfigError
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.edge.config import DrafterConfig
-from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.runtime.wire.inprocess import target_greedy_decode
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import ServerFactory
 from tests.runtime.tls_certs import CertPair, make_ca, make_server_cert
 

@@ -13,7 +13,7 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 
 

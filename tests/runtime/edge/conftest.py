@@ -14,7 +14,7 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.edge.batched_draft import BatchedDraftModel
 from edgespec.runtime.testing import VOCAB
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 from tests.word_tokenizer import make_word_tokenizer
 

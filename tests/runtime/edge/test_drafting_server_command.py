@@ -17,7 +17,7 @@ from edgespec.cli import main
 from edgespec.policies.drafting_server.planner import PipelinePlan
 from edgespec.policies.registry import PLANNER
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 from tests.runtime.stage_lines import stages, without_stages
 

@@ -14,8 +14,8 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.edge.batched_draft import BatchedDraftModel
 from edgespec.runtime.edge.drafting_server import run_drafting_server
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
-from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.runtime.wire.inprocess import target_greedy_decode
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 
 PROMPTS = [(3, 4, 5), (9, 8, 7, 6, 5, 4), (11,), (20, 21), (30, 31, 32), (40,), (7, 7), (2,)]

@@ -26,7 +26,7 @@ from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
 from edgespec.runtime.testing import VOCAB, tiny_llama
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 from tests.runtime.hung_server import hung_server
 from tests.runtime.stage_lines import without_stages

@@ -26,7 +26,7 @@ from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
 from edgespec.runtime.server.semantic import semantic_rules
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.grpc_common import ERROR_CODE, GRPC_STATUS
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 from tests.runtime.round_fakes import Clock, Drafter, Verifier
 from tests.runtime.semantic_helpers import draft_coordinate_head

@@ -108,7 +108,7 @@ def _secured_server(**settings: Any) -> Any:
     from edgespec.runtime.server.engine import VerificationEngine
     from edgespec.runtime.server.service import VerificationService
     from edgespec.runtime.testing import tiny_llama
-    from edgespec.runtime.wire.grpc_server import ServerThread
+    from edgespec.runtime.wire.server_thread import ServerThread
 
     target = TransformersTarget(tiny_llama(0, vocab_size=300, hidden_size=32))  # bytes fit
     config = from_dict(ServerConfig, {"port": 0, "auth_tokens": ["tok-a"], **settings})

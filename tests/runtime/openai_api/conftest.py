@@ -26,7 +26,7 @@ from edgespec.runtime.openai_api.edge_setup import EdgeSetup  # noqa: E402
 from edgespec.runtime.openai_api.schema import Limits  # noqa: E402
 from edgespec.runtime.openai_api.serve import ApiThread  # noqa: E402
 from edgespec.runtime.wire.grpc_client import RemoteVerifier  # noqa: E402
-from edgespec.runtime.wire.grpc_server import ServerThread  # noqa: E402
+from edgespec.runtime.wire.server_thread import ServerThread  # noqa: E402
 from tests.runtime.conftest import start_server  # noqa: E402
 from tests.word_tokenizer import make_word_tokenizer  # noqa: E402
 

@@ -22,8 +22,8 @@ from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.schema import Defaults
 from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
-from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.runtime.wire.inprocess import target_greedy_decode
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.greedy_oracles import target_logprobs
 from tests.runtime.openai_api.conftest import LIMITS, MODEL, _error, word_tokenizer
 

@@ -24,8 +24,8 @@ from edgespec.runtime.openai_api.chat_prompt import (
 from edgespec.runtime.openai_api.errors import ApiError
 from edgespec.runtime.openai_api.messages import Message
 from edgespec.runtime.openai_api.serve import ApiThread
-from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.runtime.wire.inprocess import target_greedy_decode
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.openai_api.byte_tokenizer import gemma_tokenizer
 from tests.runtime.openai_api.conftest import CHAT_TEMPLATE, MODEL, _error, _post, endpoint
 from tests.word_tokenizer import make_word_tokenizer

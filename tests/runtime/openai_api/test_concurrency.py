@@ -26,7 +26,7 @@ from edgespec.runtime.openai_api.app import ApiConfig, build_app
 from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 from tests.runtime.openai_api.conftest import LIMITS, MODEL, _error, word_tokenizer
 

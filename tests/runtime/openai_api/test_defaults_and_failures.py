@@ -14,7 +14,7 @@ from edgespec.config import from_dict
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.openai_api.errors import ApiError
 from edgespec.runtime.openai_api.serve import ApiThread
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.openai_api.conftest import MODEL, _error, word_tokenizer
 
 

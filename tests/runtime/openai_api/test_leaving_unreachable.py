@@ -27,7 +27,7 @@ from edgespec.runtime.openai_api.connections import HALF_CLOSE_GRACE_S
 from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 from tests.runtime.openai_api.conftest import LIMITS, MODEL, word_tokenizer
 

@@ -18,7 +18,7 @@ import pytest
 
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.openai_api import outages
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 from tests.runtime.openai_api.conftest import MODEL, _post, free_port
 from tests.runtime.openai_api.test_outage_log import END, START, _logged

@@ -19,7 +19,7 @@ from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.schema import Limits
 from edgespec.runtime.openai_api.serve import ApiThread, _setup
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.openai_api.conftest import (
     LIMITS,
     MODEL,

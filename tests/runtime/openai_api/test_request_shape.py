@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from edgespec.runtime.openai_api.serve import ApiThread
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.openai_api.conftest import MODEL, _error, _post, endpoint, word_tokenizer
 
 

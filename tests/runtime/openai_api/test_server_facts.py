@@ -22,7 +22,7 @@ from edgespec.runtime.openai_api.generation import prepare
 from edgespec.runtime.openai_api.schema import Defaults, Limits, parse_request
 from edgespec.runtime.openai_api.serve import _setup
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 from tests.runtime.openai_api.conftest import MODEL, word_tokenizer
 

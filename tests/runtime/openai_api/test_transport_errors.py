@@ -20,7 +20,7 @@ import pytest
 
 from edgespec.runtime.openai_api.errors import clip
 from edgespec.runtime.openai_api.serve import ApiThread
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.openai_api.conftest import (
     MODEL,
     _error,

@@ -9,7 +9,7 @@ import pytest
 
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.server.semantic import semantic_rules
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 
 

@@ -4,7 +4,7 @@ window and a client of a started server."""
 from __future__ import annotations
 
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 
 MAX_NEW = 24
 GAMMA = 4

@@ -26,8 +26,8 @@ from edgespec.runtime.edge.semantic import SemanticRequest
 from edgespec.runtime.messages import SessionSpec
 from edgespec.runtime.server.semantic import semantic_rules
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
-from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.runtime.wire.inprocess import target_greedy_decode
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 from tests.runtime.semantic_helpers import constant_head
 

@@ -17,8 +17,8 @@ from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import FusedCall, FusedRound, SemanticSpec, SessionSpec
 from edgespec.runtime.server.semantic import semantic_rules
-from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.runtime.wire.inprocess import target_greedy_decode
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import start_server
 from tests.runtime.semantic_helpers import HIDDEN, accept_all_reference, constant_head
 from tests.runtime.server.semantic_engine import PROMPT

@@ -13,7 +13,7 @@ import pytest
 from edgespec.runtime.messages import PROTOCOL_VERSION
 from edgespec.runtime.wire.codec import pb
 from edgespec.runtime.wire.grpc_common import pb_grpc
-from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.conftest import ServerFactory
 
 _TOKEN = "alpha-secret"

@@ -178,7 +178,7 @@ def run_v6(
     from edgespec.runtime.server.service import VerificationService
     from edgespec.runtime.wire.emulated_link import EmulatedLinkVerifier, LinkEmulation
     from edgespec.runtime.wire.grpc_client import RemoteVerifier
-    from edgespec.runtime.wire.grpc_server import ServerThread
+    from edgespec.runtime.wire.server_thread import ServerThread
 
     config = from_dict(ServerConfig, {"port": 0})
     rules = _semantic_rules(pair)
