@@ -1,2 +1,3 @@
 """Model names, GGUF files (`gguf_file`: what makes one, its stop ids), loading (torch imported
-lazily) and the trimmed-vocabulary draft."""
+lazily; `library_output`: the libraries' progress bars and warnings silenced meanwhile) and
+the trimmed-vocabulary draft."""

@@ -8,15 +8,13 @@ Gemma 3 270M ships as a GGUF file, converted once into edgespec's cache
 
 A load prints nothing of the libraries' own (transformers' "Loading weights" and GGUF
 "Converting and de-quantizing" progress bars, its deprecation warnings) unless asked with
-``verbose=True`` (:func:`library_output`); their settings are back as they were after it.
+``verbose=True`` (:func:`~edgespec.models.library_output.library_output`); their settings
+are back as they were after it.
 """
 
 from __future__ import annotations
 
 import json
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +23,7 @@ from edgespec.arguments import DTYPE_NAMES
 from edgespec.models.devices import check_device_available
 from edgespec.models.gemma_cache import gemma_directory, gemma_tokenizer, gemma_tokenizer_directory
 from edgespec.models.gguf_file import gguf_problem, load_gguf, unusable_gguf
+from edgespec.models.library_output import library_output
 from edgespec.models.registry import (
     FEATURE_DRAFT_MARKER,
     TRIMMED_MARKER,
@@ -61,53 +60,6 @@ class LoadedModel:
     model: Any
     tokenizer: Any
     weight_files: tuple[Path, ...] = ()
-
-
-@contextmanager
-def library_output(verbose: bool) -> Iterator[None]:
-    """Within it, unless ``verbose``: no transformers or huggingface_hub progress bars (the
-    GGUF conversion's included), transformers' log at errors only, no deprecation or
-    future warnings; each setting restored on the way out."""
-    if verbose:
-        yield
-        return
-    import importlib
-
-    hf: Any = importlib.import_module("transformers.utils.logging")  # its calls untyped
-    bars, level = hf.is_progress_bar_enabled(), hf.get_verbosity()
-    hf.disable_progress_bar()
-    hf.set_verbosity_error()
-    try:
-        with warnings.catch_warnings():
-            for category in (DeprecationWarning, FutureWarning):
-                warnings.simplefilter("ignore", category)
-            with _gguf_bar_follows(hf.tqdm):
-                yield
-    finally:
-        hf.set_verbosity(level)
-        if bars:
-            hf.enable_progress_bar()
-
-
-@contextmanager
-def _gguf_bar_follows(switchable: Any) -> Iterator[None]:
-    """transformers' GGUF reader draws its bar with tqdm itself, not with transformers'
-    ``switchable`` one: it uses that one meanwhile."""
-    import importlib
-
-    try:
-        gguf: Any = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
-    except ImportError:  # no GGUF support in this transformers: no such bar
-        gguf = None
-    own = getattr(gguf, "tqdm", None)
-    if own is None:
-        yield
-        return
-    gguf.tqdm = switchable
-    try:
-        yield
-    finally:
-        gguf.tqdm = own
 
 
 TOKENIZER_FILES = ("tokenizer", "special_tokens_map", "added_tokens", "chat_template", "vocab")

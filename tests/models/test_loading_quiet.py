@@ -1,5 +1,5 @@
 """A model load prints none of the libraries' progress bars or warnings unless asked
-(edgespec.models.loading.library_output); their settings are as before afterwards."""
+(edgespec.models.library_output.library_output); their settings are as before afterwards."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ pytest.importorskip("transformers")
 
 from transformers.utils import logging as hf_logging
 
-from edgespec.models.loading import library_output, load_model
+from edgespec.models.library_output import library_output
+from edgespec.models.loading import load_model
 from edgespec.runtime.testing import tiny_llama
 
 

@@ -26,7 +26,7 @@ from edgespec.learn.drafts.checkpointing import (
 from edgespec.learn.drafts.make_draft import DraftJob, StepProgress, TrainingData
 from edgespec.learn.finished import DRAFT, remove_earlier
 from edgespec.learn.progress import progress_bar
-from edgespec.models.loading import library_output
+from edgespec.models.library_output import library_output
 from edgespec.models.registry import ModelNotFoundError, model_identity
 
 

@@ -20,7 +20,7 @@ from edgespec.learn.drafts import distill, samples
 from edgespec.learn.drafts import shard_manifest as manifest
 from edgespec.learn.drafts.distill_data import GenerationSettings, label_width
 from edgespec.learn.drafts.draft_checks import TargetShape, check_fits_target
-from edgespec.models.loading import library_output
+from edgespec.models.library_output import library_output
 
 BatchProgress = Callable[[int, int, float], None]
 """``(batches done, batches in all, seconds of the last one)``."""

@@ -219,7 +219,7 @@ def _capture(
     from edgespec.learn.drafts.distill_data import encode_prompt
     from edgespec.learn.traces.capture import capture
     from edgespec.learn.traces.records import TraceRecord
-    from edgespec.models.loading import library_output
+    from edgespec.models.library_output import library_output
 
     target, target_backend = target_and_backend
     work = [

@@ -211,7 +211,7 @@ def _capture_all(config: DataConfig, prompts: Sequence[DataPrompt], store: Shard
     per prompt when stderr is no terminal); the number captured now."""
     from rich.console import Console
 
-    from edgespec.models.loading import library_output
+    from edgespec.models.library_output import library_output
 
     todo = [p for p in prompts if not store.done(p.index)]
     console = Console(stderr=True, markup=False)

@@ -26,7 +26,7 @@ from edgespec.runtime.loadgen.spec import LoadSpec, Mode, ServerAccess
 def build_synthetic(args: argparse.Namespace, out: Path) -> tuple[str, str | None]:
     """The synthetic target (and, for ``--draft truncated``, its first 2 layers as the
     draft) saved under ``out``; returns their directories."""
-    from edgespec.models.loading import library_output
+    from edgespec.models.library_output import library_output
     from edgespec.runtime.testing import layer_truncated_copy, synthetic_target
 
     target = synthetic_target(args.synthetic_layers, args.synthetic_hidden)
