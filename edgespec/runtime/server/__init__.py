@@ -38,7 +38,9 @@ Engine and verification:
 * :mod:`.prefill_parts` — a long uncached context forwarded one part per batch
   (``prefill_part_tokens``), its call queued again between parts;
 * :mod:`.engine_sessions` — ``SessionTable`` (open, close, idle expiry, the LRU token budget
-  over the sessions' KV caches), ``EngineCounters``;
+  over the sessions' KV caches);
+* :mod:`.engine_counters` — ``EngineTally``, the engine's running counts, and
+  ``EngineCounters``, their totals with the cache's size;
 * :mod:`.session_record` — ``EngineSession`` (one open session's state) and what it holds
   against the token budget (KV tokens, kept hidden rows), dropped when evicted;
 * :mod:`.returned_hidden` — the target's hidden rows a ``return_hidden`` session's reply

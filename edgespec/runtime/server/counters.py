@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from edgespec.core.types import BatchRecord, PendingVerification
 from edgespec.runtime.errors import ErrorCode
 from edgespec.runtime.messages import ServerStats, VerifyOutcome
-from edgespec.runtime.server.engine_sessions import EngineCounters
+from edgespec.runtime.server.engine_counters import EngineCounters
 
 BATCH_SIZE_BUCKETS: tuple[float, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
 SECONDS_BUCKETS: tuple[float, ...] = (

@@ -4,7 +4,8 @@
 :class:`~edgespec.runtime.server.session_record.EngineSession` each), opens them (checked by
 :mod:`edgespec.runtime.server.engine_checks`, the rule bound from the engine's rules),
 closes them and expires idle ones, keeps the sessions holding KV in LRU order under a token
-budget (evicting the oldest), and reports the engine's counters (:class:`EngineCounters`);
+budget (evicting the oldest), and reports the engine's counters
+(:class:`~edgespec.runtime.server.engine_counters.EngineCounters`);
 :class:`~edgespec.runtime.server.engine.VerificationEngine` is one that also verifies.
 
 Each open gets a new ``serial``: a verification is bound to the session it was admitted for
@@ -26,9 +27,8 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from edgespec.runtime.backends.base import TargetBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.server.engine_checks import check_session_spec, same_block, same_request
+from edgespec.runtime.server.engine_counters import EngineCounters, EngineTally
 from edgespec.runtime.server.hidden_followup import PendingHidden, waiting_outcome
 from edgespec.runtime.server.prefill_parts import eviction_order
 from edgespec.runtime.server.session_record import EngineSession, evict, held_tokens, stored_rows
@@ -45,69 +46,6 @@ from edgespec.runtime.server.verification import (
     bind_rule,
     hidden_state_rule,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class EngineCounters:
-    """The engine's totals and its cache's size now. ``num_prefill_parts``: passes that
-    forwarded a part of a long uncached context (:mod:`.prefill_parts`).
-    ``semantic_sessions``: (threshold, lossy sessions that committed a round under it),
-    ``accepted_mismatches``: (threshold, mismatching draft tokens those sessions committed),
-    sorted, thresholds seen only."""
-
-    num_forward_passes: int
-    num_tokens_forwarded: int
-    num_verifications: int
-    num_cache_hits: int
-    num_cache_misses: int
-    num_reprefills: int
-    num_evictions: int
-    num_cached_tokens: int
-    num_cached_bytes: int
-    num_sessions: int
-    num_prefill_parts: int = 0
-    semantic_sessions: tuple[tuple[int, int], ...] = ()
-    accepted_mismatches: tuple[tuple[int, int], ...] = ()
-
-    @property
-    def cache_hit_ratio(self) -> float:
-        total = self.num_cache_hits + self.num_cache_misses
-        return self.num_cache_hits / total if total else 0.0
-
-
-@dataclass(slots=True)
-class _Tally:
-    """The engine's running counts (under its lock); :meth:`SessionTable.counters`
-    reports them with the cache's current size as :class:`EngineCounters`."""
-
-    num_forward_passes: int = 0
-    num_tokens_forwarded: int = 0
-    num_verifications: int = 0
-    num_cache_hits: int = 0
-    num_cache_misses: int = 0
-    num_reprefills: int = 0
-    num_evictions: int = 0
-    num_prefill_parts: int = 0
-    semantic_sessions: Counter[int] = field(default_factory=Counter)
-    accepted_mismatches: Counter[int] = field(default_factory=Counter)
-
-    def count_round(self, s: EngineSession, outcome: VerifyOutcome) -> None:
-        """Count a round committed for ``s`` (before it is stored): a lossy session's
-        first round counts the session under its threshold, every round its committed
-        mismatching draft tokens."""
-        semantic = s.spec.semantic
-        if s.rule.lossless or semantic is None:
-            return
-        self.semantic_sessions[semantic.threshold] += int(s.last_round is None)
-        self.accepted_mismatches[semantic.threshold] += outcome.accepted_mismatches
-
-    def scalars(self) -> dict[str, int]:
-        """The plain counts, by field name."""
-        return {
-            f.name: getattr(self, f.name)
-            for f in fields(self)
-            if isinstance(getattr(self, f.name), int)
-        }
 
 
 class SessionTable:
@@ -130,7 +68,7 @@ class SessionTable:
         # sessions holding KV or a kept outcome's hidden rows, oldest first
         self._lru: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
-        self._tally = _Tally()
+        self._tally = EngineTally()
         self._serials = itertools.count(1)
 
     # --- sessions

@@ -28,7 +28,7 @@ from edgespec.runtime.messages import (
     VerifyReply,
 )
 from edgespec.runtime.server.counters import ServiceCounters
-from edgespec.runtime.server.engine_sessions import EngineCounters
+from edgespec.runtime.server.engine_counters import EngineCounters
 from edgespec.runtime.wire.emulated_link import EmulatedLinkVerifier, LinkEmulation, LinkTransfer
 
 # 8 Mbit/s = 1e6 bytes/s and no RTT: a message of n bytes is delayed exactly n µs

@@ -18,7 +18,7 @@ from edgespec.runtime.backends.base import ForwardItem
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.messages import DRAFT_HIDDEN, SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.server.engine import VerificationEngine
-from edgespec.runtime.server.engine_sessions import EngineCounters
+from edgespec.runtime.server.engine_counters import EngineCounters
 from edgespec.runtime.server.semantic import semantic_rules
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.semantic_helpers import HIDDEN, draft_coordinate_head, next_token, rows
