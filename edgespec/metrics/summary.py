@@ -183,7 +183,8 @@ def print_runs(
     title: str = "",
 ) -> None:
     """One table row per run (a sweep point or a capacity probe): its settings, then
-    goodput, p50 TPOT, acceptance, SLO violation rate and mean server utilization; then,
+    goodput, p50 TPOT, acceptance, SLO violation rate and mean server utilization, under it
+    the range of the requests unfinished at the runs' ends (which no column counts); then,
     when some run has SLO classes with a target, a second table of each class's attainment
     per run (Fig. 7's per-class curves), the classes by target token speed. The settings'
     headers are their full keys."""
@@ -206,6 +207,7 @@ def print_runs(
             ],
             title,
             console.width,
+            _unfinished_range(m for _, m in rows),
         )
     )
     classes = classes_by_target(m for _, m in rows)
@@ -219,6 +221,17 @@ def print_runs(
         console.print(_runs_table(rows, keys, classes, attained, title, console.width))
 
 
+def _unfinished_range(runs: Iterable[SystemMetrics]) -> str | None:
+    """The least and most requests unfinished at a run's end over ``runs`` (those that
+    counted them), as a line; ``None`` when none did."""
+    counts = [m.num_unfinished_requests for m in runs if m.num_unfinished_requests is not None]
+    if not counts:
+        return None
+    least, most = min(counts), max(counts)
+    shown = plain(least) if least == most else f"{plain(least)} to {plain(most)}"
+    return f"unfinished at the end: {shown} requests a run"
+
+
 def _runs_table(
     rows: Sequence[tuple[Mapping[str, Any], SystemMetrics]],
     keys: list[str],
@@ -226,15 +239,17 @@ def _runs_table(
     cells: Callable[[SystemMetrics], list[str]],
     title: str,
     width: int,
+    caption: str | None = None,
 ) -> Table:
     """A table with the runs' settings (``keys``) and ``names`` columns, its headers
-    wrapped to fit ``width`` columns (:func:`fit_headers`), none cut short."""
+    wrapped to fit ``width`` columns (:func:`fit_headers`), none cut short; ``caption``
+    under it."""
     from rich.table import Table
     from rich.text import Text
 
     body = [[*(setting(settings.get(k)) for k in keys), *cells(m)] for settings, m in rows]
     headers = fit_headers([*keys, *names], body, width - (3 * (len(keys) + len(names)) + 1))
-    table = Table(title=title or None, min_width=len(title) + 4)  # the title on one line
+    table = Table(title=title or None, caption=caption, min_width=len(title) + 4)  # title: one line
     for i, header in enumerate(headers):
         justify: JustifyMethod = "left" if i < len(keys) else "right"
         table.add_column(Text(header), justify=justify, overflow="fold")  # Text: no markup

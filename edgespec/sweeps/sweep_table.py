@@ -63,6 +63,7 @@ def _metrics(points: Sequence[SweepPoint]) -> list[_Metric]:
         _Metric("acceptance", lambda m: m.acceptance_rate, percent),
         _Metric("SLO violation", lambda m: m.slo_violation_rate, percent),
         _Metric("server util", lambda m: m.mean_server_utilization, percent),
+        _Metric("unfinished", lambda m: m.num_unfinished_requests, lambda v: plain(round(v))),
     ]
     classes = classes_by_target(p.metrics for p in points)
     rows += [_Metric(f"{c} attainment", _attainment_of(c), percent) for c in classes]

@@ -6,6 +6,7 @@ sweep.csv."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +71,15 @@ def test_the_range_rows_are_the_points_least_median_and_greatest() -> None:
     assert rows["SLO violation"] == ["10.0%", "25.0%", "50.0%", "10, false", "50, true"]
     assert rows["c8 attainment"] == ["50.0%", "75.0%", "90.0%", "50, true", "10, false"]
     assert rows["acceptance"] == ["75.0%", "75.0%", "75.0%", "30, true", "30, true"]  # ties
+    assert rows["unfinished"] == ["-"] * 5  # summarize() was not told: not counted
+
+
+def test_the_unfinished_row_ranges_over_the_points_that_counted_them() -> None:
+    base = metrics_with_violations(10)
+    counted = [(1, 7), (2, None), (3, 1200), (4, 0)]
+    points = [
+        SweepPoint(i, {"seed": seed}, dataclasses.replace(base, num_unfinished_requests=n))
+        for i, (seed, n) in enumerate(counted)
+    ]
+    rows = {row[0]: row[1:] for row in range_rows(points)}
+    assert rows["unfinished"] == ["0", "7", "1200", "4", "3"]

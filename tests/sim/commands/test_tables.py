@@ -4,6 +4,7 @@ token speed, plain numbers."""
 
 from __future__ import annotations
 
+import csv
 import re
 from pathlib import Path
 
@@ -55,6 +56,11 @@ def test_a_sweep_prints_whole_headers_and_classes_by_target_at_80_columns(
     assert headers(text, "sweep") == [*keys, *RUN_NAMES]
     assert headers(text, "SLO attainment per class") == [*keys, "slow", "fast"]  # 2, 8 tok/s
     assert not re.search(r"\de[+-]\d", text)
+    with (tmp_path / "s" / "sweep.csv").open(newline="") as rows:
+        unfinished = [row["num_unfinished_requests"] for row in csv.DictReader(rows)]
+    counts = sorted(int(n) for n in unfinished)
+    assert counts[0] > 0  # a closed-loop fleet always has requests running at the end
+    assert f"unfinished at the end: {counts[0]} to {counts[-1]} requests a run" in text
 
 
 def test_a_capacity_search_prints_whole_headers_at_80_columns(
