@@ -10,6 +10,7 @@ from edgespec.core.types import SamplingParams
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.wire.inprocess import speculative_generate, target_greedy_decode
+from tests.runtime.real_gemma import gemma_or_skip
 
 
 @pytest.mark.slow
@@ -19,10 +20,7 @@ def test_gemma_backend_equals_generate_beyond_the_sliding_window() -> None:
     from edgespec.datasets.prompts import prompt_dir
     from edgespec.models.loading import load_model
 
-    try:
-        loaded = load_model("gemma3-270m")
-    except (ImportError, ValueError, OSError) as exc:
-        pytest.skip(f"gemma3-270m not available: {exc}")
+    loaded = gemma_or_skip()
     model, tokenizer = loaded.model, loaded.tokenizer
     path = prompt_dir() / "gsm8k_test.jsonl"
     text = " ".join(json.loads(line)["prompt"] for line in path.read_text().splitlines()[:12])
@@ -53,16 +51,12 @@ def test_gemma_over_grpc_with_uneven_drafts_across_the_window_matches_centralize
     """4 concurrent n-gram clients on the real target, 1/2/3/5 draft tokens a round, their
     contexts crossing Gemma's 512-token sliding window while they share padded passes."""
     from edgespec.datasets.prompts import prompt_dir
-    from edgespec.models.loading import load_model
     from edgespec.runtime.messages import SessionSpec
     from edgespec.runtime.wire.grpc_client import RemoteVerifier
     from tests.runtime.conftest import start_server
     from tests.runtime.server.test_server import _run_clients
 
-    try:
-        loaded = load_model("gemma3-270m")
-    except (ImportError, ValueError, OSError) as exc:
-        pytest.skip(f"gemma3-270m not available: {exc}")
+    loaded = gemma_or_skip()
     model, tokenizer = loaded.model, loaded.tokenizer
     lines = (prompt_dir() / "cnndm_test.jsonl").read_text().splitlines()
     articles = [tuple(tokenizer(json.loads(line)["prompt"])["input_ids"]) for line in lines]

@@ -13,6 +13,7 @@ import pytest
 
 from edgespec.core.types import SamplingParams
 from edgespec.runtime.messages import SessionSpec
+from tests.runtime.real_gemma import gemma_or_skip
 
 pytestmark = pytest.mark.slow
 
@@ -20,14 +21,10 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def gemma() -> Iterator[tuple[Any, Any]]:
     """A verification server on Gemma 3 270M (default settings) and the loaded target."""
-    from edgespec.models.loading import load_model
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
     from tests.runtime.conftest import start_server
 
-    try:
-        loaded = load_model("gemma3-270m")
-    except (ImportError, ValueError, OSError) as exc:
-        pytest.skip(f"gemma3-270m not available: {exc}")
+    loaded = gemma_or_skip()
     server = start_server(TransformersTarget(loaded.model))
     yield server, loaded
     server.stop(grace_s=0)

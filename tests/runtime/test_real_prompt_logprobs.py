@@ -14,12 +14,12 @@ from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.core.types import SamplingParams
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from tests.runtime.real_gemma import gemma_or_skip
 
 
 @pytest.mark.slow
 def test_both_modes_return_the_targets_prompt_log_probabilities_at_full_vocabulary() -> None:
     from edgespec.datasets.prompts import prompt_dir
-    from edgespec.models.loading import load_model
     from edgespec.policies.window import StaticWindow
     from edgespec.runtime.edge.drafter import DraftOptions, generate
     from edgespec.runtime.messages import SessionSpec
@@ -27,10 +27,7 @@ def test_both_modes_return_the_targets_prompt_log_probabilities_at_full_vocabula
     from tests.runtime.conftest import start_server
     from tests.runtime.greedy_oracles import target_logprobs
 
-    try:
-        loaded = load_model("gemma3-270m")
-    except (ImportError, ValueError, OSError) as exc:
-        pytest.skip(f"gemma3-270m not available: {exc}")
+    loaded = gemma_or_skip()
     lines = (prompt_dir() / "cnndm_test.jsonl").read_text().splitlines()
     text = " ".join(json.loads(line)["prompt"] for line in lines[:3])
     prompt = tuple(loaded.tokenizer(text)["input_ids"])[:600]  # past the 512-token window
