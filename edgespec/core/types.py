@@ -196,6 +196,41 @@ class BatchRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class UnfinishedCount:
+    """The requests that arrived inside a run and had not finished at its end:
+    ``num_with_target`` of them in an SLO class with a token-speed target, ``num_missed`` of
+    those already sure to miss it (their output could not reach the target speed even if
+    it all came at the run's end: :func:`already_missed`)."""
+
+    num_requests: int
+    num_with_target: int = 0
+    num_missed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.num_missed <= self.num_with_target <= self.num_requests:
+            raise ValueError(
+                "unfinished requests need 0 <= num_missed <= num_with_target <= num_requests, "
+                f"got {self.num_missed}, {self.num_with_target}, {self.num_requests}"
+            )
+
+    def plus(self, other: UnfinishedCount) -> UnfinishedCount:
+        """Both counts together (two shards of one run)."""
+        return UnfinishedCount(
+            self.num_requests + other.num_requests,
+            self.num_with_target + other.num_with_target,
+            self.num_missed + other.num_missed,
+        )
+
+
+def already_missed(request: Request, target_tokens_per_s: float, end_s: float) -> bool:
+    """Whether ``request``, unfinished at ``end_s``, misses ``target_tokens_per_s`` however
+    it goes on: its token speed (output tokens over end-to-end time, at most
+    ``num_output_tokens`` of them, finishing after ``end_s``) stays below
+    ``num_output_tokens / (end_s - arrival_s)``, so a target at or above that is missed."""
+    return request.num_output_tokens <= target_tokens_per_s * (end_s - request.arrival_s)
+
+
+@dataclass(frozen=True, slots=True)
 class RequestRecord:
     """Outcome of one request, emitted by simulator and runtime alike (DESIGN.md metrics).
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 import math
 from array import array
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
-from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
+from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord, UnfinishedCount
 from edgespec.metrics.exact_sum import ExactSum
 from edgespec.metrics.server_busy import ServerBusyTime
 from edgespec.metrics.slo_tally import SloTally, ratio
@@ -84,7 +85,7 @@ class MetricsAccumulator:
         self._batch_sizes: Counter[int] = Counter()
         self._busy: dict[int, ServerBusyTime] = {}
         self._num_committed: int | None = None  # None: no round counted
-        self._num_unfinished: int | None = None  # None: not counted (the source knows not)
+        self._unfinished: UnfinishedCount | None = None  # None: not counted (the source knows not)
 
     def add_request(self, record: RequestRecord) -> None:
         """Count one completed request."""
@@ -154,12 +155,10 @@ class MetricsAccumulator:
             raise ValueError(f"committed tokens must be >= 0, got {num_tokens}")
         self._num_committed = (self._num_committed or 0) + num_tokens
 
-    def add_unfinished(self, num_requests: int) -> None:
-        """Count ``num_requests`` that arrived inside the run and had not finished at its end
-        (the simulator's devices' requests running or waiting then)."""
-        if num_requests < 0:
-            raise ValueError(f"unfinished requests must be >= 0, got {num_requests}")
-        self._num_unfinished = (self._num_unfinished or 0) + num_requests
+    def add_unfinished(self, count: UnfinishedCount) -> None:
+        """Count requests that arrived inside the run and had not finished at its end (the
+        simulator's devices' requests running or waiting then)."""
+        self._unfinished = count if self._unfinished is None else self._unfinished.plus(count)
 
     def merge(self, other: MetricsAccumulator) -> None:
         """Add every record ``other`` counted (a shard of the same run): the result is
@@ -184,8 +183,8 @@ class MetricsAccumulator:
         self._batch_sizes.update(other._batch_sizes)
         if other._num_committed is not None:
             self._num_committed = (self._num_committed or 0) + other._num_committed
-        if other._num_unfinished is not None:
-            self.add_unfinished(other._num_unfinished)
+        if other._unfinished is not None:
+            self.add_unfinished(other._unfinished)
         for server, busy in other._busy.items():
             mine_busy = self._busy.get(server)
             if mine_busy is None:
@@ -239,8 +238,26 @@ class MetricsAccumulator:
             committed_goodput_tokens_per_s=None
             if self._num_committed is None
             else self._num_committed / duration_s,
-            num_unfinished_requests=self._num_unfinished,
+            **self._unfinished_fields(),
         )
+
+    def _unfinished_fields(self) -> dict[str, Any]:
+        """The unfinished requests' counts and the SLO attainment over every request that
+        arrived, between its two bounds: every unfinished request with a target a miss, or
+        every one not already sure to miss a hit (``None`` when not counted, or none had a
+        target)."""
+        count = self._unfinished
+        if count is None:
+            return {}
+        met, arrived = self._slo.num_met, self._slo.num_with_target + count.num_with_target
+        open_ = count.num_with_target - count.num_missed
+        return {
+            "num_unfinished_requests": count.num_requests,
+            "num_unfinished_with_target": count.num_with_target,
+            "num_unfinished_missed": count.num_missed,
+            "slo_attainment_at_least": ratio(met, arrived),
+            "slo_attainment_at_most": ratio(met + open_, arrived),
+        }
 
     def _server_busy(self, duration_s: float, num_servers: int) -> tuple[float, ...]:
         """Each server's busy seconds within the run; a bad duration, server count or a

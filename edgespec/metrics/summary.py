@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
+from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord, UnfinishedCount
 from edgespec.metrics.accumulator import MetricsAccumulator
 from edgespec.metrics.formatting import fit_headers, fixed, percent, plain, setting
 from edgespec.metrics.types import LatencyStats, SystemMetrics
@@ -45,15 +45,15 @@ def summarize(
     duration_s: float,
     num_servers: int,
     rounds: Iterable[RoundRecord] | None = None,
-    num_unfinished_requests: int | None = None,
+    unfinished: UnfinishedCount | None = None,
 ) -> SystemMetrics:
     """Metrics of a run of ``duration_s`` seconds on ``num_servers`` target servers.
 
     ``requests`` are the completed requests, ``batches`` every verification forward pass,
     ``rounds`` (optional) every round verified inside the run: with them the metrics hold
-    the committed goodput too; ``num_unfinished_requests`` (optional), those that had not
-    finished at its end. Raises ``ValueError`` naming the record when one is
-    inconsistent.
+    the committed goodput too; ``unfinished`` (optional), the requests that had not
+    finished at its end (:attr:`~edgespec.sim.simulator.SimResult.unfinished`). Raises
+    ``ValueError`` naming the record when one is inconsistent.
     """
     acc = MetricsAccumulator()
     for request in requests:
@@ -62,8 +62,8 @@ def summarize(
         acc.add_batch(batch)
     for record in rounds if rounds is not None else ():
         acc.add_round(record)
-    if num_unfinished_requests is not None:
-        acc.add_unfinished(num_unfinished_requests)
+    if unfinished is not None:
+        acc.add_unfinished(unfinished)
     return acc.finish(duration_s, num_servers)
 
 
@@ -111,6 +111,14 @@ def _requests(m: SystemMetrics) -> str:
     return f"{finished}, {plain(m.num_unfinished_requests)} unfinished at the end"
 
 
+def _attainment_of_arrivals(m: SystemMetrics) -> str:
+    """The SLO attainment over every request that arrived, between its bounds, and how many
+    unfinished requests already missed their targets."""
+    bounds = f"{percent(m.slo_attainment_at_least)} to {percent(m.slo_attainment_at_most)}"
+    unfinished = f"{plain(m.num_unfinished_with_target)} unfinished"
+    return f"{bounds} ({unfinished}, {plain(m.num_unfinished_missed)} missed)"
+
+
 def print_summary(metrics: SystemMetrics, console: Console | None = None) -> None:
     """Print a compact rich summary: latency percentiles, then throughput, SLO, speculation
     and server rows."""
@@ -139,6 +147,8 @@ def print_summary(metrics: SystemMetrics, console: Console | None = None) -> Non
         tab.add_row("committed goodput", f"{plain(m.committed_goodput_tokens_per_s, 4)} tok/s")
     tab.add_row("server tokens", f"{plain(m.throughput_tokens_per_s, 4)} tok/s")
     tab.add_row("SLO attainment", percent(m.slo_attainment))
+    if m.num_unfinished_with_target:
+        tab.add_row("  of every arrival", _attainment_of_arrivals(m))
     for c in m.slo_classes_by_target():
         if c.attainment is not None:
             target = c.target_tokens_per_s

@@ -139,6 +139,20 @@ class SystemMetrics(_Record):
     """Requests that arrived inside the run and had not finished at its end (running, or
     waiting for their device): none of the per-request statistics counts them, so a run
     whose queues grow shows it here; ``None`` when the source did not count them."""
+    num_unfinished_with_target: int | None = None
+    """Those of them in an SLO class with a token-speed target (``None``: not counted)."""
+    num_unfinished_missed: int | None = None
+    """Those of them already sure to miss their target: even had all their output come at
+    the run's end, its token speed would not reach it
+    (:func:`~edgespec.core.types.already_missed`; ``None``: not counted)."""
+    slo_attainment_at_least: float | None = None
+    """SLO attainment over every request with a target that arrived, the unfinished ones
+    each counted a miss; ``slo_attainment`` counts the finished requests only (as WISP's
+    Eq. 20 does), which a run whose queues grow flatters. ``None``: the unfinished not
+    counted, or no request with a target."""
+    slo_attainment_at_most: float | None = None
+    """The same with the unfinished ones not already sure to miss counted as hits: the
+    attainment over every arrival lies between the two however the run would go on."""
 
     def slo_classes_by_target(self) -> tuple[SloClassStats, ...]:
         """SLO classes ordered by target speed (loosest first), classes without one last."""

@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
+from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord, UnfinishedCount
 
 ENTITY_BITS = 32
 
@@ -43,13 +43,13 @@ Handler = Callable[[float, Any], None]
 class RecordSink(Protocol):
     """Where the simulator's engine emits its records; a run that emits no round records
     gives ``committed`` the tokens its rounds committed, once, at its end; every run gives
-    ``unfinished`` its requests that had not finished then, once, last."""
+    ``unfinished`` the count of its requests that had not finished then, once, last."""
 
     def request(self, record: RequestRecord) -> None: ...
     def batch(self, record: BatchRecord) -> None: ...
     def round(self, record: RoundRecord) -> None: ...
     def committed(self, num_tokens: int) -> None: ...
-    def unfinished(self, num_requests: int) -> None: ...
+    def unfinished(self, count: UnfinishedCount) -> None: ...
 
 
 def priority(kind: int, entity: int) -> int:

@@ -27,19 +27,22 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
+from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord, UnfinishedCount
 from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
 from edgespec.metrics.types import SystemMetrics
 from edgespec.policies.fusing import fusing
 from edgespec.sim.handler_sets import build_loop, choose_handler_set
 from edgespec.sim.kernel import EventQueue, Handler, RecordSink
-from edgespec.sim.model.entities import DeviceState
+from edgespec.sim.model.unfinished import unfinished_count
 from edgespec.sim.setup.build import Policies, build_run
 from edgespec.sim.setup.resolve import resolve
 from edgespec.sim.setup.scenario import Scenario
 from edgespec.sim.setup.sources import num_arrivals_after
 from edgespec.sim.state import SimState
 from edgespec.sweeps.progress import progress_bar
+
+NONE_UNFINISHED = UnfinishedCount(0)
+"""A run's count when nothing was left unfinished (an immutable default)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +66,14 @@ class SimResult:
     """Tokens committed by every round verified inside the run, finished request or not
     (Σ ``RoundRecord.num_committed`` of its rounds, recorded or not: every handler set
     counts them)."""
-    num_unfinished_requests: int = 0
+    unfinished: UnfinishedCount = NONE_UNFINISHED
     """Requests that arrived inside the run and had not finished at its end: running on
-    their device, or waiting for it (:func:`num_unfinished`)."""
+    their device, or waiting for it
+    (:func:`~edgespec.sim.model.unfinished.unfinished_count`)."""
+
+    @property
+    def num_unfinished_requests(self) -> int:
+        return self.unfinished.num_requests
 
 
 class _ListSink:
@@ -87,8 +95,8 @@ class _ListSink:
     def committed(self, num_tokens: int) -> None:
         """Kept in :attr:`SimResult.num_committed_tokens` instead."""
 
-    def unfinished(self, num_requests: int) -> None:
-        """Kept in :attr:`SimResult.num_unfinished_requests` instead."""
+    def unfinished(self, count: UnfinishedCount) -> None:
+        """Kept in :attr:`SimResult.unfinished` instead."""
 
 
 class StreamSink:
@@ -100,7 +108,7 @@ class StreamSink:
         self.request: Callable[[RequestRecord], None] = self.acc.add_request
         self.batch: Callable[[BatchRecord], None] = self.acc.add_batch
         self.committed: Callable[[int], None] = self.acc.add_committed
-        self.unfinished: Callable[[int], None] = self.acc.add_unfinished
+        self.unfinished: Callable[[UnfinishedCount], None] = self.acc.add_unfinished
 
     def round(self, record: RoundRecord) -> None:
         """Rounds come only from a run that records them; they give the committed goodput,
@@ -128,8 +136,8 @@ class _GlobalIds:
     def committed(self, num_tokens: int) -> None:
         self.sink.committed(num_tokens)
 
-    def unfinished(self, num_requests: int) -> None:
-        self.sink.unfinished(num_requests)
+    def unfinished(self, count: UnfinishedCount) -> None:
+        self.sink.unfinished(count)
 
 
 def simulate(
@@ -176,7 +184,7 @@ def simulate(
         path=choice.description,
         num_late_arrivals=num_arrivals_after(state.trace, scenario.duration_s),
         num_committed_tokens=state.num_committed_tokens,
-        num_unfinished_requests=unfinished,
+        unfinished=unfinished,
     )
     if isinstance(collected, _ListSink):
         rounds = tuple(collected.rounds or ())
@@ -191,20 +199,15 @@ def simulate(
     return done
 
 
-def _tell_the_end(state: SimState, record_rounds: bool) -> int:
+def _tell_the_end(state: SimState, record_rounds: bool) -> UnfinishedCount:
     """Give the sink the run's end counts: the committed tokens when it saw no round
     records, and the requests unfinished (returned)."""
     if not record_rounds:  # else the sink counted every round's record
         state.sink.committed(state.num_committed_tokens)
-    unfinished = num_unfinished(state.devices)
+    scenario = state.scenario
+    unfinished = unfinished_count(state.devices, scenario.slo_classes, scenario.duration_s)
     state.sink.unfinished(unfinished)
     return unfinished
-
-
-def num_unfinished(devices: Sequence[DeviceState]) -> int:
-    """The requests ``devices`` hold at the end of a run: each one's running request (its
-    session) and those waiting for it."""
-    return sum((device.session is not None) + len(device.pending) for device in devices)
 
 
 def _run_events(

@@ -27,7 +27,7 @@ def test_streamed_files_hold_every_record_in_row_groups(tmp_path: Path) -> None:
     metrics = files.finish(streamed.duration_s, streamed.num_servers)
     expected = summarize(kept.requests, kept.batches, kept.duration_s, kept.num_servers,
                          rounds=kept.rounds,
-                         num_unfinished_requests=kept.num_unfinished_requests)  # fmt: skip
+                         unfinished=kept.unfinished)  # fmt: skip
     assert metrics == expected and kept.num_unfinished_requests > 0
     assert metrics.num_committed_tokens == sum(r.num_committed for r in kept.rounds)
 

@@ -1,9 +1,11 @@
 """The simulator counts the requests that arrived inside a run and had not finished at its
-end (``num_unfinished_requests``: no per-request statistic counts them). The oracle is the
-same run drained: its arrivals stopped at the end of the first and run on until every
-request finished, its events up to that end are the first run's, so the requests it
-finishes beyond the first run's are exactly those left unfinished. In every handler set,
-a Poisson fleet whose devices queue arrivals, a sharded run and ``edgespec sim``."""
+end (``num_unfinished_requests``: no per-request statistic counts them), those of them with
+an SLO target, those already sure to miss it, and the SLO attainment over every arrival
+between its bounds. The oracle is the same run drained: its arrivals stopped at the end of
+the first and run on until every request finished, its events up to that end are the
+first run's, so the requests it finishes beyond the first run's are exactly those left
+unfinished, with the outcomes they would have had. In every handler set, a Poisson fleet
+whose devices queue arrivals, a sharded run and ``edgespec sim``."""
 
 from __future__ import annotations
 
@@ -15,7 +17,10 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.config import apply_overrides
+from edgespec.core.types import Request, RequestRecord, UnfinishedCount, already_missed
 from edgespec.metrics.accumulator import MetricsAccumulator
+from edgespec.metrics.formatting import percent
+from edgespec.metrics.types import SystemMetrics
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.shards import simulate_sharded
 from edgespec.sim.simulator import run_scenario, simulate
@@ -31,12 +36,39 @@ POISSON = {"kind": "poisson", "rate_per_s": 9.0, "prompt_tokens": [40, 300],
 """More arrivals than 12 devices serve at once: busy devices queue theirs."""
 
 
-def _finished_when_drained(data: dict[str, Any]) -> int:
+def _drained(data: dict[str, Any]) -> tuple[RequestRecord, ...]:
     """The requests that arrived before ``END_S``, each run to its end."""
     drained = apply_overrides(data, [f"duration_s={DRAINED_S}",
                                      f"workload.arrivals_until_s={END_S}"])  # fmt: skip
-    result = simulate(scenario_from_dict(drained))
-    return len(result.requests)
+    return simulate(scenario_from_dict(drained)).requests
+
+
+def _finished_when_drained(data: dict[str, Any]) -> int:
+    return len(_drained(data))
+
+
+def _check_against_drained(data: dict[str, Any], metrics: SystemMetrics) -> list[RequestRecord]:
+    """The unfinished requests' counts and attainment bounds against their drained outcomes
+    (returned: the unfinished requests with a target, drained)."""
+    finished = {r.request_id for r in simulate(scenario_from_dict(data)).requests}
+    drained = _drained(data)
+    late = [r for r in drained if r.request_id not in finished]
+    with_target = [r for r in late if r.slo_tokens_per_s is not None]
+    # sure to miss: all its tokens at the run's end would still be too slow; each did miss
+    sure = [r for r in with_target if r.num_output_tokens / (END_S - r.arrival_s)
+            <= (r.slo_tokens_per_s or 0.0)]  # fmt: skip
+    assert not any(r.slo_met for r in sure)
+    assert (metrics.num_unfinished_with_target, metrics.num_unfinished_missed) == (
+        len(with_target), len(sure))  # fmt: skip
+    arrived = [r for r in drained if r.slo_tokens_per_s is not None]
+    attainment = sum(bool(r.slo_met) for r in arrived) / len(arrived)
+    least, most = metrics.slo_attainment_at_least, metrics.slo_attainment_at_most
+    assert least is not None and most is not None
+    assert least <= attainment <= most
+    num_met = sum(bool(r.slo_met) for r in arrived if r.request_id in finished)
+    assert least == pytest.approx(num_met / len(arrived), rel=1e-12)
+    assert most == pytest.approx((num_met + len(with_target) - len(sure)) / len(arrived))
+    return with_target
 
 
 @pytest.mark.parametrize(
@@ -49,15 +81,18 @@ def test_the_unfinished_are_those_a_drained_run_finishes_beyond(
     overrides: list[str], workload: str
 ) -> None:
     data = apply_overrides(tiny_scenario(duration_s=END_S), overrides)
-    if workload == "poisson":
-        data["workload"] = POISSON
+    if workload == "poisson":  # a fast class that the queued requests can no longer meet
+        data["workload"], data["slo_classes"] = POISSON, {"slow": 2.0, "fast": 40.0}
     metrics = run_scenario(scenario_from_dict(data))
     listed = simulate(scenario_from_dict(data))
     unfinished = _finished_when_drained(data) - metrics.num_requests
     assert unfinished > 0 and metrics.num_unfinished_requests == unfinished
     assert listed.num_unfinished_requests == unfinished
+    late = _check_against_drained(data, metrics)
     if workload == "poisson":  # more than the 12 devices run: some waited for theirs
         assert unfinished > 12
+        # the bounds are apart: some unfinished requests were sure to miss, some met
+        assert metrics.num_unfinished_missed and any(r.slo_met for r in late)
 
 
 def test_a_sharded_run_sums_its_shards() -> None:
@@ -66,19 +101,52 @@ def test_a_sharded_run_sums_its_shards() -> None:
     sharded = simulate_sharded(data, 2, SerialExecutor())
     assert whole.num_unfinished_requests is not None and whole.num_unfinished_requests > 0
     assert sharded.metrics.num_unfinished_requests == whole.num_unfinished_requests
+    fields = ("num_unfinished_with_target", "num_unfinished_missed", "slo_attainment_at_least",
+              "slo_attainment_at_most")  # fmt: skip
+    assert [getattr(sharded.metrics, f) for f in fields] == [getattr(whole, f) for f in fields]
+
+
+def _request(slo_class: str, speed: float) -> RequestRecord:
+    """A finished request of 10 tokens in 1 s whose class targets ``speed``."""
+    return RequestRecord("r", "c", slo_class, 0, 0.0, 0.5, 1.0, 5, 10, 3, 6, 4, speed)
 
 
 def test_an_accumulator_counts_them_only_when_told() -> None:
     told = MetricsAccumulator()
-    told.add_unfinished(3)
-    told.add_unfinished(0)
+    told.add_request(_request("a", 8.0))  # met
+    told.add_request(_request("a", 12.0))  # missed
+    told.add_unfinished(UnfinishedCount(3, 2, 1))
+    told.add_unfinished(UnfinishedCount(0))
     merged = MetricsAccumulator()
     merged.merge(told)
     merged.merge(MetricsAccumulator())
-    assert merged.finish(1.0, 1).num_unfinished_requests == 3
-    assert MetricsAccumulator().finish(1.0, 1).num_unfinished_requests is None
-    with pytest.raises(ValueError, match="unfinished requests must be >= 0, got -1"):
-        told.add_unfinished(-1)
+    metrics = merged.finish(1.0, 1)
+    assert metrics.slo_attainment == 0.5
+    assert (metrics.num_unfinished_requests, metrics.num_unfinished_with_target,
+            metrics.num_unfinished_missed) == (3, 2, 1)  # fmt: skip
+    # of 4 arrivals with a target: 1 met; the one unfinished not sure to miss may meet
+    assert (metrics.slo_attainment_at_least, metrics.slo_attainment_at_most) == (0.25, 0.5)
+    none = MetricsAccumulator().finish(1.0, 1)
+    assert none.num_unfinished_requests is none.slo_attainment_at_least is None
+    with pytest.raises(ValueError, match=r"0 <= num_missed <= num_with_target <= num_requests"
+                       r", got 2, 1, 3"):  # fmt: skip
+        UnfinishedCount(3, 1, 2)
+    with pytest.raises(ValueError, match=r"got 0, 0, -1"):
+        UnfinishedCount(-1)
+
+
+@pytest.mark.parametrize(
+    ("arrival_s", "tokens", "target", "missed"),
+    [(0.0, 40, 10.0, True), (0.0, 41, 10.0, False), (3.0, 10, 10.0, True), (3.5, 10, 10.0, False),
+     (4.0, 1, 1e9, False)],
+)  # fmt: skip
+def test_already_missed_at_the_run_end(
+    arrival_s: float, tokens: int, target: float, missed: bool
+) -> None:
+    """At 4 s: 40 tokens since 0 s reach 10 tok/s only finishing at the end, so any later
+    finish misses; 41 could still meet it; a request arriving at the end never has."""
+    request = Request("r", "c", arrival_s, 5, tokens)
+    assert already_missed(request, target, 4.0) is missed
 
 
 def test_edgespec_sim_writes_and_prints_them(
@@ -92,9 +160,15 @@ def test_edgespec_sim_writes_and_prints_them(
     written = json.loads((out / "metrics.json").read_text())
     unfinished = _finished_when_drained(data) - written["num_requests"]
     assert written["num_unfinished_requests"] == unfinished > 0
-    requests_row = next(
-        line for line in capsys.readouterr().out.splitlines() if line.startswith("requests")
-    )
+    lines = capsys.readouterr().out.splitlines()
+    requests_row = next(line for line in lines if line.startswith("requests"))
     assert requests_row.split(maxsplit=1)[1].rstrip() == (
         f"{written['num_requests']} in 4 s, {unfinished} unfinished at the end"
     )
+    arrivals_row = next(line for line in lines if line.startswith("  of every arrival"))
+    least, most = written["slo_attainment_at_least"], written["slo_attainment_at_most"]
+    assert arrivals_row.split(maxsplit=3)[3].rstrip() == (
+        f"{percent(least)} to {percent(most)} ({written['num_unfinished_with_target']} "
+        f"unfinished, {written['num_unfinished_missed']} missed)"
+    )
+    assert least < written["slo_attainment"] <= most

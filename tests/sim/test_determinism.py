@@ -31,7 +31,7 @@ def test_streamed_metrics_equal_record_metrics() -> None:
     streamed = simulate(scenario, keep_records=False)
     assert streamed.requests == () and streamed.metrics is not None
     metrics = summarize(kept.requests, kept.batches, kept.duration_s, kept.num_servers,
-                        num_unfinished_requests=kept.num_unfinished_requests)  # fmt: skip
+                        unfinished=kept.unfinished)  # fmt: skip
     committed = kept.num_committed_tokens  # no round records: the simulator's count
     assert committed > 0 and streamed.num_committed_tokens == committed
     metrics = dataclasses.replace(

@@ -186,7 +186,7 @@ def at_operating_point(
     files.append(write_scenario(folder, f"attribution-wisp-{n}", named(data, rule)))
     kept = simulate_rule(data, rule)
     wisp = summarize(kept.requests, kept.batches, kept.duration_s, kept.num_servers, kept.rounds,
-                     kept.num_unfinished_requests)  # fmt: skip
+                     kept.unfinished)  # fmt: skip
     runs = {"wisp": wisp, "wisp-wc": run("wisp-wc", n), "wisp-np": run("wisp-np", n)}
     runs["fcfs"] = point.fcfs
     attribution = attribute_violations(kept.rounds)

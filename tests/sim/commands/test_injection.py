@@ -7,7 +7,7 @@ import gc
 from pathlib import Path
 
 import edgespec
-from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
+from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord, UnfinishedCount
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.policies.routing import JoinShortestQueueRouting
@@ -37,7 +37,7 @@ class Collect:
         self.requests: list[RequestRecord] = []
         self.batches: list[BatchRecord] = []
         self.rounds: list[RoundRecord] = []
-        self.num_unfinished: list[int] = []
+        self.unfinished_counts: list[UnfinishedCount] = []
 
     def request(self, record: RequestRecord) -> None:
         self.requests.append(record)
@@ -51,8 +51,8 @@ class Collect:
     def committed(self, num_tokens: int) -> None:
         raise AssertionError("a run with round records gives no committed count")
 
-    def unfinished(self, num_requests: int) -> None:
-        self.num_unfinished.append(num_requests)
+    def unfinished(self, count: UnfinishedCount) -> None:
+        self.unfinished_counts.append(count)
 
 
 def test_injected_policy_instances_and_sink() -> None:
@@ -72,7 +72,7 @@ def test_injected_policy_instances_and_sink() -> None:
         scenario, policies=Policies(JoinShortestQueueRouting(), FcfsBatching(), CountingWindow(3))
     )
     assert listed.requests == tuple(sink.requests) and listed.rounds == tuple(sink.rounds)
-    assert sink.num_unfinished == [listed.num_unfinished_requests]  # once, at the end
+    assert sink.unfinished_counts == [listed.unfinished]  # once, at the end
 
 
 def test_run_scenario_and_the_collector_is_left_alone() -> None:
