@@ -36,6 +36,7 @@ def test_probes_exist() -> None:
         "cold_start.py",
         "distill_speed.py",
         "exactness_probe.py",
+        "first_pass.py",
         "fleet_core.py",
         "head_speed.py",
         "hybrid_rules.py",

@@ -129,6 +129,11 @@ def _load_transformers_target(
 
     checked = load_checked_target(model, loaded.weight_files, cache_dir(), announce,
                                   numerics=numerics, probe_progress=ProbeLines(say))  # fmt: skip
+    if not checked.probed:  # the probes' passes warmed it up
+        from edgespec.runtime.backends.warm_up import WARM_UP_TOKENS, warm_up
+
+        say(f"warming up the target (one prefill of {WARM_UP_TOKENS} tokens, one decode step)")
+        warm_up(checked.target)
     width = int(model.config.get_text_config().hidden_size)
     return LoadedTarget(checked.target, width, model, None)
 

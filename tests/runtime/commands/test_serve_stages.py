@@ -15,7 +15,8 @@ from tests.runtime.commands.processes import Command
 def test_serve_says_each_start_up_stage_on_stderr(tmp_path: Path, target_model: Any) -> None:
     """A first load is minutes of work: serve names each stage as it starts (stderr), and
     stdout's first line is still the address it listens on. The second start finds the
-    mask probe's pass recorded (in its own EDGESPEC_CACHE) and says so."""
+    mask probe's pass recorded (in its own EDGESPEC_CACHE), says so, and warms the target up
+    instead (the probes' passes did the first time)."""
     from edgespec.runtime.commands.stages import Stages
 
     model_dir = tmp_path / "model"
@@ -47,7 +48,8 @@ def test_serve_says_each_start_up_stage_on_stderr(tmp_path: Path, target_model: 
         "attention masks and batch invariance: checked before for these weights, versions, "
         "device, CPU, threads and numerics (cached) ..."
     )
-    assert said[1][:5] == expected
+    expected.insert(2, "warming up the target (one prefill of 8 tokens, one decode step) ...")
+    assert said[1][:6] == expected
     ticks = iter([10.0, 10.0, 12.5, 70.25])
     stages = Stages("serve", clock=lambda: next(ticks))
     import contextlib
