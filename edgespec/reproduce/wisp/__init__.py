@@ -3,7 +3,8 @@ estimator: ``edgespec reproduce wisp`` (W1–W10), ``wisp-estimator`` (W9 alone)
 ``wisp-serving`` (the real server).
 
 ``setup.py`` (the unstated inputs, chosen once, and the four systems' scenarios),
-``runner.py`` (one scenario's run and the late-request rule), ``runs.py`` (W1–W5 against
+``runner.py`` (one scenario's run and the late-request rule), ``unfinished.py`` (WISP's
+capacity with the unfinished requests counted too, a sensitivity), ``runs.py`` (W1–W5 against
 the simulator), ``operating.py`` (W4's operating point and knees), ``claims.py`` (W1–W3
 rows) and ``curve_claims.py`` (W4, W5 and every W1–W5 row), ``readings.py`` (W4's two
 readings of Algorithm 1: the printed one judged, the work-conserving one a sensitivity),

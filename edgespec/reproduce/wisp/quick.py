@@ -78,7 +78,8 @@ def _shortened(plan: Plan, predictor: PredictorPlan) -> list[str]:
     if plan.sensitivity != full.sensitivity:
         (_, q_s, q_hi), (_, f_s, f_hi) = plan.sensitivity, full.sensitivity
         out.append(
-            f"the late-request sensitivity: {q_s:g} s runs up to {q_hi} devices (full: "
+            f"the late-request and unfinished-request sensitivities: {q_s:g} s runs up to "
+            f"{q_hi} devices (full: "
             f"{f_s:g} s up to {f_hi})"
         )
     return out + _runs_shortened(plan.setup, predictor.setup)

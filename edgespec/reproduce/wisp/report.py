@@ -150,7 +150,8 @@ def _write_report(
         files.append("fig8_attribution.png")
     files.append("results.json")
     title = "WISP (seed 000) reproduced" + (" — quick" if quick else "")
-    sensitivities = (results.late.line(), reading_line(results), done.sensitivity)
+    unfinished = () if results.unfinished is None else (results.unfinished.line(),)
+    sensitivities = (results.late.line(), *unfinished, reading_line(results), done.sensitivity)
     write_report(
         out / "REPORT.md", title, command, done.rows, done.chosen, files, quick=quick,
         findings=findings(results), paper_errors=paper_errors(),

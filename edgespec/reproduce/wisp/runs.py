@@ -33,6 +33,7 @@ from edgespec.reproduce.wisp.runner import (
     simulate_rule,
 )
 from edgespec.reproduce.wisp.setup import CLASSES, MIXED, WispSetup, scenario
+from edgespec.reproduce.wisp.unfinished import UnfinishedSensitivity, unfinished_sensitivity
 from edgespec.sweeps.capacity import capacity_search, class_violation
 from edgespec.sweeps.executor import SweepExecutor
 from edgespec.sweeps.progress import progress_bar
@@ -132,6 +133,8 @@ class WispResults:
     at_operating: dict[str, SystemMetrics]
     """System → metrics at the operating point's N (empty without one)."""
     attribution: ViolationAttribution | None
+    unfinished: UnfinishedSensitivity | None = None
+    """WISP's capacity with the unfinished requests counted too (shown, never judged)."""
 
 
 def capacity_jobs(plan: Plan, rule: LateRule) -> list[CapacityJob]:
@@ -201,6 +204,9 @@ def run_wisp(
     write each scenario run."""
     seed, seconds, hi = plan.sensitivity
     late = late_rule_sensitivity(plan.setup, seed, seconds, hi)
+    late_unfinished = unfinished_sensitivity(
+        plan.setup, seed, seconds, hi, late.capacity[LATE_RULE]
+    )
     rule = LATE_RULE
     caps, curves, goodput = (
         capacity_jobs(plan, rule),
@@ -230,6 +236,7 @@ def run_wisp(
             None,
             {},
             None,
+            late_unfinished,
         )
         res = at_operating_point(plan, res, rule, files, folder)
         bar.advance(task)
@@ -242,6 +249,12 @@ def results_dict(res: WispResults) -> dict[str, Any]:
     return {
         "setup": res.plan.setup.to_dict(),
         "late_rule": {"rule": LATE_RULE, "sensitivity_capacity": res.late.capacity},
+        "unfinished_sensitivity_capacity": None
+        if res.unfinished is None
+        else {
+            "finished_only": res.unfinished.finished_only,
+            "sure_misses": res.unfinished.sure_misses,
+        },
         "capacities": [
             {"system": s, "target": t, "class": c, "devices": v}
             for (s, t, c), v in sorted(res.capacities.items())

@@ -88,6 +88,15 @@ def test_report_and_files(quick: tuple[Path, list]) -> None:  # type: ignore[typ
     assert len(results["capacities"]) == 6 and results["attribution"]["violated"] > 0
     assert results["late_rule"]["rule"] == "first"
     assert set(results["late_rule"]["sensitivity_capacity"]) == {"first", "utility", "last"}
+    unfinished = results["unfinished_sensitivity_capacity"]  # the same setting, rule "first"
+    assert unfinished["finished_only"] == results["late_rule"]["sensitivity_capacity"]["first"]
+    assert (
+        "- **unfinished requests** (chosen: Eq. 20 counts finished requests only): WISP's "
+        "capacity (ε = 5% over all classes pooled, late-request rule “first”) with devices of "
+        f"mixed classes, seed 1, 20 s runs: {unfinished['finished_only']} devices counting "
+        f"finished requests (as every claim), {unfinished['sure_misses']} with the unfinished "
+        "ones already sure to miss counted as misses.\n"
+    ) in report
     for system in ("wisp", "wisp-np", "centralized", "sled"):  # both goodputs, committed ≥
         g = results["goodput"][system]
         assert g["committed_goodput_tokens_per_s"] >= g["goodput_tokens_per_s"] > 0, system

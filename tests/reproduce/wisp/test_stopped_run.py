@@ -21,11 +21,16 @@ from edgespec.reproduce.command import run_folder
 from edgespec.reproduce.jobs import write_scenario
 from edgespec.reproduce.wisp.report import reproduce
 from edgespec.reproduce.wisp.runner import LateSensitivity
+from edgespec.reproduce.wisp.unfinished import UnfinishedSensitivity
 from tests.reproduce.wisp.results import results as wisp_results
 
 
 def _no_sensitivity(*args: object, **kwargs: object) -> LateSensitivity:
     return LateSensitivity(1, 20.0, 0.05, {"first": 1, "utility": 1, "last": 1})
+
+
+def _no_unfinished(*args: object, **kwargs: object) -> UnfinishedSensitivity:
+    return UnfinishedSensitivity(1, 20.0, 0.05, 1, 1)
 
 
 def _stop_in_the_runs(monkeypatch: pytest.MonkeyPatch, out: Path, stop: BaseException) -> list[int]:
@@ -38,6 +43,7 @@ def _stop_in_the_runs(monkeypatch: pytest.MonkeyPatch, out: Path, stop: BaseExce
         raise stop
 
     monkeypatch.setattr(wisp_runs, "late_rule_sensitivity", _no_sensitivity)  # seconds
+    monkeypatch.setattr(wisp_runs, "unfinished_sensitivity", _no_unfinished)
     monkeypatch.setattr(wisp_runs, "run_all", run_all)
     return written
 

@@ -1,0 +1,82 @@
+"""Whether WISP's capacity depends on the requests a run leaves unfinished.
+
+Eq. 20's violation rate counts the requests that finished inside the run (as every claim
+does, :mod:`edgespec.reproduce.wisp.setup`): a device whose requests queue up behind a
+slow one shows only its survivors. :func:`unfinished_sensitivity` searches WISP's
+capacity on the late-request sensitivity's setting (classes mixed and pooled, another
+seed, shorter runs) with the unfinished requests already sure to miss their class's speed
+counted as misses (docs/METRICS.md, ``slo_attainment_at_most``). Counting every unfinished
+request as a miss is not searched: the request each device runs at a run's end would
+count, so a short run violates ε at any load. A sensitivity, shown in REPORT.md, never
+used to judge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from edgespec.metrics.types import SystemMetrics
+from edgespec.reproduce.wisp.runner import LATE_RULE, SimRun
+from edgespec.reproduce.wisp.setup import MIXED, WispSetup, scenario
+from edgespec.sweeps.capacity import capacity_search
+
+
+def arrival_violation(metrics: SystemMetrics) -> float:
+    """The violation rate over every request with a target that arrived, the unfinished
+    ones already sure to miss counted as misses and the rest as hits; a ``ValueError``
+    where none had a target."""
+    if metrics.slo_attainment_at_most is None:
+        raise ValueError(
+            "SLO violation rate over the arrivals undefined: no request with an SLO target "
+            "arrived, or the unfinished requests were not counted"
+        )
+    return 1.0 - metrics.slo_attainment_at_most
+
+
+@dataclass(frozen=True, slots=True)
+class UnfinishedSensitivity:
+    """WISP's pooled capacity counting finished requests only (the late-request
+    sensitivity's, under the chosen rule) and with the unfinished requests already sure to
+    miss counted too."""
+
+    seed: int
+    duration_s: float
+    epsilon: float
+    finished_only: int | None
+    sure_misses: int | None
+    """The most devices of mixed classes with at most ``epsilon`` of the finished requests
+    and the unfinished ones already sure to miss below their class's speed (``None``: not
+    even one device)."""
+
+    def line(self) -> str:
+        """The sensitivity, for REPORT.md's *Sensitivities*."""
+        return (
+            f"**unfinished requests** (chosen: Eq. 20 counts finished requests only): WISP's "
+            f"capacity (ε = {100 * self.epsilon:g}% over all classes pooled, late-request rule "
+            f"“{LATE_RULE}”) with devices of mixed classes, seed {self.seed}, "
+            f"{self.duration_s:g} s runs: {self.finished_only or 0} devices counting finished "
+            f"requests (as every claim), {self.sure_misses or 0} with the unfinished ones "
+            "already sure to miss counted as misses."
+        )
+
+
+def unfinished_sensitivity(
+    setup: WispSetup, seed: int, duration_s: float, hi: int, finished_only: int | None
+) -> UnfinishedSensitivity:
+    """WISP's pooled capacity (devices 1…``hi``) with the unfinished requests already sure
+    to miss counted, on ``setup`` with ``seed`` and runs of ``duration_s``;
+    ``finished_only``: the late-request sensitivity's capacity under the chosen rule (the
+    same setting)."""
+    calibration = replace(setup, seed=seed, duration_s=duration_s)
+    base = scenario(calibration, "wisp", devices=1, slo_mix=MIXED)
+    search = capacity_search(
+        base,
+        "auto_topology.devices.0.count",
+        SimRun(LATE_RULE),
+        epsilon=setup.epsilon,
+        lo=1,
+        hi=hi,
+        violation=arrival_violation,
+        progress=False,
+    )
+    return UnfinishedSensitivity(seed, duration_s, setup.epsilon, finished_only, search.capacity)
