@@ -80,6 +80,23 @@ def violation_rate(metrics: SystemMetrics) -> float:
     return metrics.slo_violation_rate
 
 
+def decided_violation_rate(metrics: SystemMetrics) -> float:
+    """The SLO violation rate over every request whose outcome is known at the run's end:
+    the finished ones with a target and the unfinished ones already sure to miss it
+    (``num_unfinished_missed``), those not yet sure left out as Eq. 20 leaves out every
+    unfinished one. Raises ``ValueError`` where no such request had a target or the
+    unfinished requests were not counted."""
+    missed = metrics.num_unfinished_missed
+    with_target = sum(c.num_with_target for c in metrics.slo_classes)
+    if missed is None or with_target + missed == 0:
+        raise ValueError(
+            "SLO violation rate of the decided requests undefined: none had an SLO target, "
+            "or the unfinished requests were not counted"
+        )
+    met = sum(c.num_met for c in metrics.slo_classes)
+    return (with_target - met + missed) / (with_target + missed)
+
+
 def class_violation_rate(slo_class: str) -> Callable[[SystemMetrics], float]:
     """A ``violation`` function for ``capacity_search`` restricted to one SLO class (Cap(τ))."""
 

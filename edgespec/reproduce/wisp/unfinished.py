@@ -5,32 +5,21 @@ does, :mod:`edgespec.reproduce.wisp.setup`): a device whose requests queue up be
 slow one shows only its survivors. :func:`unfinished_sensitivity` searches WISP's
 capacity on the late-request sensitivity's setting (classes mixed and pooled, another
 seed, shorter runs) with the unfinished requests already sure to miss their class's speed
-counted as misses (docs/METRICS.md, ``slo_attainment_at_most``). Counting every unfinished
-request as a miss is not searched: the request each device runs at a run's end would
-count, so a short run violates ε at any load. A sensitivity, shown in REPORT.md, never
-used to judge.
+counted as misses, those not yet sure left out
+(:func:`~edgespec.metrics.summary.decided_violation_rate`). Counting
+every unfinished request as a miss is not searched: the request each device runs at a
+run's end would count, so a short run violates ε at any load. A sensitivity, shown in
+REPORT.md, never used to judge.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from edgespec.metrics.types import SystemMetrics
+from edgespec.metrics.summary import decided_violation_rate
 from edgespec.reproduce.wisp.runner import LATE_RULE, SimRun
 from edgespec.reproduce.wisp.setup import MIXED, WispSetup, scenario
 from edgespec.sweeps.capacity import capacity_search
-
-
-def arrival_violation(metrics: SystemMetrics) -> float:
-    """The violation rate over every request with a target that arrived, the unfinished
-    ones already sure to miss counted as misses and the rest as hits; a ``ValueError``
-    where none had a target."""
-    if metrics.slo_attainment_at_most is None:
-        raise ValueError(
-            "SLO violation rate over the arrivals undefined: no request with an SLO target "
-            "arrived, or the unfinished requests were not counted"
-        )
-    return 1.0 - metrics.slo_attainment_at_most
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +65,7 @@ def unfinished_sensitivity(
         epsilon=setup.epsilon,
         lo=1,
         hi=hi,
-        violation=arrival_violation,
+        violation=decided_violation_rate,
         progress=False,
     )
     return UnfinishedSensitivity(seed, duration_s, setup.epsilon, finished_only, search.capacity)

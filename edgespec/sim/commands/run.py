@@ -94,7 +94,13 @@ def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any,
     (:func:`edgespec.sweeps.capacity.capacity_search`), for one class or all."""
     from rich.console import Console
 
-    from edgespec.metrics.summary import plain, print_runs, setting, violation_rate
+    from edgespec.metrics.summary import (
+        decided_violation_rate,
+        plain,
+        print_runs,
+        setting,
+        violation_rate,
+    )
     from edgespec.sim.commands.checks import (
         LateArrivalWarnings,
         check_class_measured,
@@ -104,7 +110,7 @@ def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any,
     from edgespec.sim.setup.cells import count_step
     from edgespec.sweeps.capacity import ProbeStep, Violation, capacity_search, class_violation
 
-    violation: Violation = violation_rate
+    violation: Violation = decided_violation_rate if args.count_sure_misses else violation_rate
     if args.slo_class is not None:  # one that runs can measure, before any run
         check_class_measured(scenario, args.slo_class)
         violation = class_violation(args.slo_class)
@@ -132,6 +138,7 @@ def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any,
     console.print(
         f"capacity {args.capacity} at epsilon={setting(args.epsilon)}"
         + ("" if args.slo_class is None else f" for class {args.slo_class}")
+        + (" counting the unfinished requests sure to miss" if args.count_sure_misses else "")
         + f": {'None' if result.capacity is None else plain(result.capacity)}{bound}"
         f" → {out / 'capacity.json'}",
         soft_wrap=True,

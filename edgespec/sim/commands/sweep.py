@@ -45,10 +45,11 @@ def rerun_command(args: argparse.Namespace, scenario_yaml: Path) -> list[str]:
 
 def capacity_rerun_command(args: argparse.Namespace, scenario_yaml: Path) -> list[str]:
     """The command that reruns the capacity search ``args`` asked for from its folder's
-    ``scenario_yaml``: the same key, bounds, ε and class."""
+    ``scenario_yaml``: the same key, bounds, ε, class and count."""
     command = ["edgespec", "sim", str(scenario_yaml.resolve()), "--capacity", args.capacity]
     command += ["--lo", repr(args.lo), "--hi", repr(args.hi), "--epsilon", repr(args.epsilon)]
-    return command + ([] if args.slo_class is None else ["--slo-class", args.slo_class])
+    command += [] if args.slo_class is None else ["--slo-class", args.slo_class]
+    return command + (["--count-sure-misses"] if args.count_sure_misses else [])
 
 
 def write_rerun(out: Path, data: dict[str, Any], command_of: Callable[..., list[str]],

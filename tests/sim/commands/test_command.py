@@ -134,3 +134,42 @@ def test_bench_policy_times_every_batching_policy(tmp_path: Path) -> None:
         (name, depth) for name in BATCHING for depth in (10, 100, 1000)
     }
     assert all(r["us_per_decision"] > 0 for r in rows)
+
+
+def test_sim_capacity_counting_the_sure_misses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--count-sure-misses: each probe's rate is that of its finished requests and its
+    unfinished ones already sure to miss (the rest left out), not Eq. 20's; the rerun
+    command keeps the flag; with --slo-class it is refused."""
+    data = tiny_scenario(duration_s=4.0)
+    data["workload"] = {"kind": "poisson", "rate_per_s": 9.0, "prompt_tokens": [40, 300],
+                        "output_tokens": [30, 120]}  # fmt: skip
+    data["slo_classes"] = {"slow": 2.0, "fast": 40.0}  # queued fast requests: sure to miss
+    path = tmp_path / "queued.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = tmp_path / "cap"
+    key = "auto_topology.devices.0.count"
+    base = ["sim", str(path), "--capacity", key, "--lo", "2", "--hi", "16", "--quiet"]
+    assert main([*base, "--epsilon", "1.0", "--count-sure-misses", "--out", str(out)]) == 0
+    result = json.loads((out / "capacity.json").read_text())
+    differs = 0
+    for probe in result["probes"]:
+        m = probe["metrics"]
+        with_target = sum(c["num_with_target"] for c in m["slo_classes"])
+        met = sum(c["num_met"] for c in m["slo_classes"])
+        missed = m["num_unfinished_missed"]
+        assert probe["violation_rate"] == pytest.approx(
+            (with_target - met + missed) / (with_target + missed)
+        )
+        differs += probe["violation_rate"] != pytest.approx(m["slo_violation_rate"])
+    assert [p["value"] for p in result["probes"]] == [2, 16] and differs
+    command = json.loads((out / "command.json").read_text())["command"]
+    assert command[-1] == "--count-sure-misses"
+    said = " ".join(capsys.readouterr().out.split())
+    assert "counting the unfinished requests sure to miss: 16 (at upper bound)" in said
+    assert main([*base, "--count-sure-misses", "--slo-class", "slow"]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec sim: --count-sure-misses counts every class pooled (a run counts its "
+        "unfinished requests over all classes), so not with --slo-class\n"
+    )

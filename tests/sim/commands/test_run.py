@@ -143,6 +143,7 @@ SWEEP_OR_SHARDS = "--sweep or --shards"
         (["--verbose", "--sweep", "seed=1,2"], "a plain run", "--sweep"),
         (["--verbose", "--shards", "2"], "a plain run", "--shards"),
         (["--slo-class", "gold"], "--capacity", "a plain run"),
+        (["--count-sure-misses", "--sweep", "seed=1,2"], "--capacity", "--sweep"),
         (["--lo", "3", "--sweep", "seed=1,2"], "--capacity", "--sweep"),
         (["--hi", "3", "--shards", "2"], "--capacity", "--shards"),
         (["--epsilon", "0.1"], "--capacity", "a plain run"),
