@@ -250,13 +250,20 @@ def print_runs(
 
 def _unfinished_range(runs: Iterable[SystemMetrics]) -> str | None:
     """The least and most requests unfinished at a run's end over ``runs`` (those that
-    counted them), as a line; ``None`` when none did."""
-    counts = [m.num_unfinished_requests for m in runs if m.num_unfinished_requests is not None]
-    if not counts:
+    counted them), and of them already sure to miss their target where any was, as a line;
+    ``None`` when none counted them."""
+    counted = [m for m in runs if m.num_unfinished_requests is not None]
+    if not counted:
         return None
-    least, most = min(counts), max(counts)
-    shown = plain(least) if least == most else f"{plain(least)} to {plain(most)}"
-    return f"unfinished at the end: {shown} requests a run"
+    line = f"unfinished at the end: {_range([m.num_unfinished_requests for m in counted])}"
+    missed = [m.num_unfinished_missed for m in counted]
+    sure = f" ({_range(missed)} of them sure to miss)" if any(missed) else ""
+    return f"{line} requests a run{sure}"
+
+
+def _range(values: Sequence[int | None]) -> str:
+    least, most = min(v or 0 for v in values), max(v or 0 for v in values)
+    return plain(least) if least == most else f"{plain(least)} to {plain(most)}"
 
 
 def _runs_table(

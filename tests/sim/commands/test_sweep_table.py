@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from edgespec.cli import main
+from edgespec.metrics.summary import print_runs
 from edgespec.sweeps.grid import SweepPoint
 from edgespec.sweeps.sweep_table import MAX_POINT_ROWS, RANGE_HEADERS, range_rows
 from tests.sweeps.test_capacity import metrics_with_violations
@@ -83,3 +86,25 @@ def test_the_unfinished_row_ranges_over_the_points_that_counted_them() -> None:
     ]
     rows = {row[0]: row[1:] for row in range_rows(points)}
     assert rows["unfinished"] == ["0", "7", "1200", "4", "3"]
+
+
+def _caption(runs: list[Any]) -> str:
+    """What print_runs writes under its table of ``runs`` (the lines after the table)."""
+    out = io.StringIO()
+    print_runs([({"seed": i}, m) for i, m in enumerate(runs)], Console(file=out, width=80))
+    lines = out.getvalue().splitlines()
+    last = max(i for i, line in enumerate(lines) if line.startswith("└"))
+    return " ".join(" ".join(lines[last + 1 :]).split())
+
+
+def test_the_caption_names_the_sure_misses_where_a_run_counted_some() -> None:
+    base = dataclasses.replace(metrics_with_violations(10), slo_classes=())
+    runs = [
+        dataclasses.replace(base, num_unfinished_requests=n, num_unfinished_missed=m)
+        for n, m in [(7, 0), (12, 3), (9, None)]
+    ]
+    assert _caption(runs) == (
+        "unfinished at the end: 7 to 12 requests a run (0 to 3 of them sure to miss)"
+    )
+    assert _caption(runs[::2]) == "unfinished at the end: 7 to 9 requests a run"
+    assert _caption([base]) == ""

@@ -57,10 +57,15 @@ def test_a_sweep_prints_whole_headers_and_classes_by_target_at_80_columns(
     assert headers(text, "SLO attainment per class") == [*keys, "slow", "fast"]  # 2, 8 tok/s
     assert not re.search(r"\de[+-]\d", text)
     with (tmp_path / "s" / "sweep.csv").open(newline="") as rows:
-        unfinished = [row["num_unfinished_requests"] for row in csv.DictReader(rows)]
-    counts = sorted(int(n) for n in unfinished)
+        read = [(r["num_unfinished_requests"], r["num_unfinished_missed"])
+                for r in csv.DictReader(rows)]  # fmt: skip
+    counts = sorted(int(n) for n, _ in read)
     assert counts[0] > 0  # a closed-loop fleet always has requests running at the end
-    assert f"unfinished at the end: {counts[0]} to {counts[-1]} requests a run" in text
+    line = f"unfinished at the end: {counts[0]} to {counts[-1]} requests a run"
+    missed = sorted(int(m) for _, m in read)
+    if missed[-1]:
+        line += f" ({missed[0]} to {missed[-1]} of them sure to miss)"
+    assert line in " ".join(text.split())
 
 
 def test_a_capacity_search_prints_whole_headers_at_80_columns(
