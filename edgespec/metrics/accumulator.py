@@ -85,7 +85,7 @@ class MetricsAccumulator:
         self._batch_sizes: Counter[int] = Counter()
         self._busy: dict[int, ServerBusyTime] = {}
         self._num_committed: int | None = None  # None: no round counted
-        self._unfinished: UnfinishedCount | None = None  # None: not counted (the source knows not)
+        self._num_unfinished: int | None = None  # None: not counted (the source knows not)
 
     def add_request(self, record: RequestRecord) -> None:
         """Count one completed request."""
@@ -157,8 +157,10 @@ class MetricsAccumulator:
 
     def add_unfinished(self, count: UnfinishedCount) -> None:
         """Count requests that arrived inside the run and had not finished at its end (the
-        simulator's devices' requests running or waiting then)."""
-        self._unfinished = count if self._unfinished is None else self._unfinished.plus(count)
+        simulator's devices' requests running or waiting then), by SLO class."""
+        self._num_unfinished = (self._num_unfinished or 0) + count.num_requests
+        for unfinished in count.classes:
+            self._slo.add_unfinished(unfinished)
 
     def merge(self, other: MetricsAccumulator) -> None:
         """Add every record ``other`` counted (a shard of the same run): the result is
@@ -183,8 +185,8 @@ class MetricsAccumulator:
         self._batch_sizes.update(other._batch_sizes)
         if other._num_committed is not None:
             self._num_committed = (self._num_committed or 0) + other._num_committed
-        if other._unfinished is not None:
-            self.add_unfinished(other._unfinished)
+        if other._num_unfinished is not None:  # its classes' came with other._slo
+            self._num_unfinished = (self._num_unfinished or 0) + other._num_unfinished
         for server, busy in other._busy.items():
             mine_busy = self._busy.get(server)
             if mine_busy is None:
@@ -214,7 +216,7 @@ class MetricsAccumulator:
             goodput_tokens_per_s=self._num_output_tokens / duration_s,
             slo_attainment=attainment,
             slo_violation_rate=None if attainment is None else (with_target - met) / with_target,
-            slo_classes=self._slo.stats(),
+            slo_classes=self._slo.stats(unfinished_counted=self._num_unfinished is not None),
             num_rounds=self._num_rounds,
             num_drafted=self._num_drafted,
             num_accepted=self._num_accepted,
@@ -246,15 +248,16 @@ class MetricsAccumulator:
         arrived, between its two bounds: every unfinished request with a target a miss, or
         every one not already sure to miss a hit (``None`` when not counted, or none had a
         target)."""
-        count = self._unfinished
-        if count is None:
+        if self._num_unfinished is None:
             return {}
-        met, arrived = self._slo.num_met, self._slo.num_with_target + count.num_with_target
-        open_ = count.num_with_target - count.num_missed
+        slo = self._slo
+        with_target, missed = slo.num_unfinished_with_target, slo.num_unfinished_missed
+        met, arrived = slo.num_met, slo.num_with_target + with_target
+        open_ = with_target - missed
         return {
-            "num_unfinished_requests": count.num_requests,
-            "num_unfinished_with_target": count.num_with_target,
-            "num_unfinished_missed": count.num_missed,
+            "num_unfinished_requests": self._num_unfinished,
+            "num_unfinished_with_target": with_target,
+            "num_unfinished_missed": missed,
             "slo_attainment_at_least": ratio(met, arrived),
             "slo_attainment_at_most": ratio(met + open_, arrived),
         }

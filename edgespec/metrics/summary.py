@@ -97,17 +97,30 @@ def decided_violation_rate(metrics: SystemMetrics) -> float:
     return (with_target - met + missed) / (with_target + missed)
 
 
-def class_violation_rate(slo_class: str) -> Callable[[SystemMetrics], float]:
-    """A ``violation`` function for ``capacity_search`` restricted to one SLO class (Cap(τ))."""
+def class_violation_rate(
+    slo_class: str, count_sure_misses: bool = False
+) -> Callable[[SystemMetrics], float]:
+    """A ``violation`` function for ``capacity_search`` restricted to one SLO class (Cap(τ)):
+    Eq. 20's over its finished requests, or (``count_sure_misses``) that of its decided
+    requests, its unfinished ones already sure to miss counted too (as
+    :func:`decided_violation_rate` over every class)."""
 
     def rate(metrics: SystemMetrics) -> float:
         stats = metrics.slo_class(slo_class)
-        if stats.attainment is None:
+        missed = stats.num_unfinished_missed
+        if count_sure_misses and missed is None:
+            raise ValueError(
+                f"SLO violation rate of class {slo_class!r}'s decided requests undefined: the "
+                "unfinished requests were not counted"
+            )
+        missed = missed if count_sure_misses and missed is not None else 0
+        decided = stats.num_with_target + missed
+        if decided == 0:
             raise ValueError(
                 f"SLO violation rate undefined for class {slo_class!r}: "
                 f"none of its {stats.num_requests} requests has a target"
             )
-        return (stats.num_with_target - stats.num_met) / stats.num_with_target
+        return (stats.num_with_target - stats.num_met + missed) / decided
 
     return rate
 
@@ -194,12 +207,13 @@ def print_summary(metrics: SystemMetrics, console: Console | None = None) -> Non
 
 
 def classes_by_target(metrics: Iterable[SystemMetrics]) -> list[str]:
-    """The SLO classes with a target in any of ``metrics``, by target token speed
-    (loosest first, as :meth:`SystemMetrics.slo_classes_by_target`), then by name."""
+    """The SLO classes with a target and a finished request in any of ``metrics``, by target
+    token speed (loosest first, as :meth:`SystemMetrics.slo_classes_by_target`), then by
+    name."""
     targets: dict[str, float] = {}
     for m in metrics:
         for c in m.slo_classes:
-            if c.target_tokens_per_s is not None:
+            if c.target_tokens_per_s is not None and c.num_with_target:
                 targets.setdefault(c.slo_class, c.target_tokens_per_s)
     return sorted(targets, key=lambda name: (targets[name], name))
 

@@ -57,6 +57,11 @@ class SloClassStats(_Record):
     num_with_target: int
     num_met: int
     attainment: float | None
+    num_unfinished_with_target: int | None = None
+    """The class's requests with a target unfinished at the run's end (``None``: the
+    unfinished were not counted)."""
+    num_unfinished_missed: int | None = None
+    """Those of them already sure to miss it (``None``: not counted)."""
 
 
 @dataclass(frozen=True, slots=True)

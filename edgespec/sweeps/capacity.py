@@ -48,13 +48,15 @@ class ProbeStep:
     why: str = ""
 
 
-def class_violation(slo_class: str) -> Violation:
-    """One class's violation rate for Cap(τ) of that class; 1.0 when none of its requests
-    finished within the run (the load is beyond what the system serves in that time)."""
-    rate = class_violation_rate(slo_class)
+def class_violation(slo_class: str, count_sure_misses: bool = False) -> Violation:
+    """One class's violation rate for Cap(τ) of that class (:func:`class_violation_rate`);
+    1.0 when none of its requests finished within the run (the load is beyond what the
+    system serves in that time)."""
+    rate = class_violation_rate(slo_class, count_sure_misses)
 
     def violation(metrics: SystemMetrics) -> float:
-        if not any(c.slo_class == slo_class for c in metrics.slo_classes):
+        stats = next((c for c in metrics.slo_classes if c.slo_class == slo_class), None)
+        if stats is None or stats.num_requests == 0:  # none finished (some may be running)
             return 1.0
         return rate(metrics)
 

@@ -145,6 +145,8 @@ def test_to_dict_is_json_ready_and_ordered() -> None:
         "num_with_target": 0,
         "num_met": 0,
         "attainment": None,
+        "num_unfinished_with_target": None,
+        "num_unfinished_missed": None,
     }
     assert d["batch_sizes"] == [
         {"batch_size": 1, "num_batches": 1},

@@ -17,7 +17,13 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.config import apply_overrides
-from edgespec.core.types import Request, RequestRecord, UnfinishedCount, already_missed
+from edgespec.core.types import (
+    Request,
+    RequestRecord,
+    UnfinishedClass,
+    UnfinishedCount,
+    already_missed,
+)
 from edgespec.metrics.accumulator import MetricsAccumulator
 from edgespec.metrics.formatting import percent
 from edgespec.metrics.types import SystemMetrics
@@ -60,6 +66,12 @@ def _check_against_drained(data: dict[str, Any], metrics: SystemMetrics) -> list
     assert not any(r.slo_met for r in sure)
     assert (metrics.num_unfinished_with_target, metrics.num_unfinished_missed) == (
         len(with_target), len(sure))  # fmt: skip
+    for stats in metrics.slo_classes:  # and class by class
+        mine = stats.slo_class
+        assert (stats.num_unfinished_with_target, stats.num_unfinished_missed) == (
+            sum(r.slo_class == mine for r in with_target),
+            sum(r.slo_class == mine for r in sure),
+        )
     arrived = [r for r in drained if r.slo_tokens_per_s is not None]
     attainment = sum(bool(r.slo_met) for r in arrived) / len(arrived)
     least, most = metrics.slo_attainment_at_least, metrics.slo_attainment_at_most
@@ -115,7 +127,7 @@ def test_an_accumulator_counts_them_only_when_told() -> None:
     told = MetricsAccumulator()
     told.add_request(_request("a", 8.0))  # met
     told.add_request(_request("a", 12.0))  # missed
-    told.add_unfinished(UnfinishedCount(3, 2, 1))
+    told.add_unfinished(UnfinishedCount(3, (UnfinishedClass("a", 8.0, 2, 1),)))
     told.add_unfinished(UnfinishedCount(0))
     merged = MetricsAccumulator()
     merged.merge(told)
@@ -128,10 +140,15 @@ def test_an_accumulator_counts_them_only_when_told() -> None:
     assert (metrics.slo_attainment_at_least, metrics.slo_attainment_at_most) == (0.25, 0.5)
     none = MetricsAccumulator().finish(1.0, 1)
     assert none.num_unfinished_requests is none.slo_attainment_at_least is None
-    with pytest.raises(ValueError, match=r"0 <= num_missed <= num_with_target <= num_requests"
-                       r", got 2, 1, 3"):  # fmt: skip
-        UnfinishedCount(3, 1, 2)
-    with pytest.raises(ValueError, match=r"got 0, 0, -1"):
+    (a,) = metrics.slo_classes  # the class's own: 2 finished, 2 unfinished, 1 sure to miss
+    assert (a.num_with_target, a.num_met, a.num_unfinished_with_target,
+            a.num_unfinished_missed) == (2, 1, 2, 1)  # fmt: skip
+    with pytest.raises(ValueError, match=r"class 'a' need 0 <= num_missed <= num_with_target, "
+                       r"got 2, 1"):  # fmt: skip
+        UnfinishedClass("a", 8.0, 1, 2)
+    with pytest.raises(ValueError, match=r"0 <= num_with_target <= num_requests, got 2, 1"):
+        UnfinishedCount(1, (UnfinishedClass("a", 8.0, 2, 0),))
+    with pytest.raises(ValueError, match=r"got 0, -1"):
         UnfinishedCount(-1)
 
 

@@ -91,7 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="--capacity: count the requests unfinished at a run's end that are already sure "
         "to miss their target as violations too (default: finished requests only, as WISP's "
-        "Eq. 20; every class pooled, not with --slo-class)",
+        "Eq. 20)",
     )
     add_quiet(parser)
     parser.add_argument(
@@ -205,11 +205,6 @@ def check_flags(args: argparse.Namespace) -> None:
             raise UserInputError(f"need 1 <= --lo <= --hi, got --lo {args.lo} --hi {args.hi}")
         if not 0.0 <= args.epsilon <= 1.0:
             raise UserInputError(f"--epsilon must be in [0, 1], got {args.epsilon}")
-        if args.count_sure_misses and args.slo_class is not None:
-            raise UserInputError(
-                "--count-sure-misses counts every class pooled (a run counts its unfinished "
-                "requests over all classes), so not with --slo-class"
-            )
 
 
 def check_not_overridden(args: argparse.Namespace, overrides: list[str]) -> None:

@@ -113,7 +113,7 @@ def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any,
     violation: Violation = decided_violation_rate if args.count_sure_misses else violation_rate
     if args.slo_class is not None:  # one that runs can measure, before any run
         check_class_measured(scenario, args.slo_class)
-        violation = class_violation(args.slo_class)
+        violation = class_violation(args.slo_class, args.count_sure_misses)
     warn = LateArrivalWarnings()  # a trace's late requests: the same at every probe
     result = capacity_search(
         data,

@@ -3,9 +3,10 @@ them with an SLO target and those already sure to miss it."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from edgespec.core.types import Request, UnfinishedCount, already_missed
+from edgespec.core.types import Request, UnfinishedClass, UnfinishedCount, already_missed
 from edgespec.sim.model.entities import DeviceState
 
 
@@ -14,13 +15,23 @@ def unfinished_count(
 ) -> UnfinishedCount:
     """The requests ``devices`` hold at ``end_s``, the end of a run: each one's running
     request (its session) and those waiting for it; those whose class has a target in
-    ``slo_targets`` (tokens/s by class) and those already sure to miss it."""
+    ``slo_targets`` (tokens/s by class) and those already sure to miss it, by class."""
     held: list[Request] = []
     for device in devices:
         if device.session is not None:
             held.append(device.session.request)
         held.extend(request for request, _ in device.pending)
-    targets = [(r, slo_targets.get(r.slo_class)) for r in held]
-    with_target = [(r, t) for r, t in targets if t is not None]
-    missed = sum(already_missed(r, t, end_s) for r, t in with_target)
-    return UnfinishedCount(len(held), len(with_target), missed)
+    targets: dict[str, float] = {}
+    with_target: Counter[str] = Counter()
+    missed: Counter[str] = Counter()
+    for request in held:
+        target = slo_targets.get(request.slo_class)
+        if target is not None:
+            targets[request.slo_class] = target
+            with_target[request.slo_class] += 1
+            missed[request.slo_class] += already_missed(request, target, end_s)
+    classes = tuple(
+        UnfinishedClass(name, targets[name], with_target[name], missed[name])
+        for name in sorted(targets)
+    )
+    return UnfinishedCount(len(held), classes)

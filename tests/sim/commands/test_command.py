@@ -140,12 +140,12 @@ def test_sim_capacity_counting_the_sure_misses(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--count-sure-misses: each probe's rate is that of its finished requests and its
-    unfinished ones already sure to miss (the rest left out), not Eq. 20's; the rerun
-    command keeps the flag; with --slo-class it is refused."""
-    data = tiny_scenario(duration_s=4.0)
+    unfinished ones already sure to miss (the rest left out), not Eq. 20's, over every class
+    or (--slo-class) one; the rerun command keeps the flag."""
+    data = tiny_scenario(duration_s=8.0)
     data["workload"] = {"kind": "poisson", "rate_per_s": 9.0, "prompt_tokens": [40, 300],
                         "output_tokens": [30, 120]}  # fmt: skip
-    data["slo_classes"] = {"slow": 2.0, "fast": 40.0}  # queued fast requests: sure to miss
+    data["slo_classes"] = {"slow": 2.0, "fast": 12.0}  # queued fast requests: sure to miss
     path = tmp_path / "queued.yaml"
     path.write_text(yaml.safe_dump(data))
     out = tmp_path / "cap"
@@ -168,8 +168,17 @@ def test_sim_capacity_counting_the_sure_misses(
     assert command[-1] == "--count-sure-misses"
     said = " ".join(capsys.readouterr().out.split())
     assert "counting the unfinished requests sure to miss: 16 (at upper bound)" in said
-    assert main([*base, "--count-sure-misses", "--slo-class", "slow"]) == 2
-    assert capsys.readouterr().err == (
-        "edgespec sim: --count-sure-misses counts every class pooled (a run counts its "
-        "unfinished requests over all classes), so not with --slo-class\n"
-    )
+    one = tmp_path / "one"
+    flags = ["--epsilon", "1.0", "--count-sure-misses", "--slo-class", "fast", "--out", str(one)]
+    assert main([*base, *flags]) == 0
+    differs = 0
+    for probe in json.loads((one / "capacity.json").read_text())["probes"]:
+        (fast,) = [c for c in probe["metrics"]["slo_classes"] if c["slo_class"] == "fast"]
+        missed, finished = fast["num_unfinished_missed"], fast["num_with_target"]
+        assert probe["violation_rate"] == pytest.approx(
+            (finished - fast["num_met"] + missed) / (finished + missed)
+        )
+        differs += probe["violation_rate"] != pytest.approx(1 - fast["num_met"] / finished)
+    assert differs  # at 16 devices: 2 of 6 finished missed, 6 unfinished sure to miss
+    command = json.loads((one / "command.json").read_text())["command"]
+    assert command[-3:] == ["--slo-class", "fast", "--count-sure-misses"]
