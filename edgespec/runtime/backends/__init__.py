@@ -17,7 +17,8 @@
   left-padded to the longest, each row's real tokens cut back out afterwards;
 * :mod:`.padding` — ``pass_groups``: a batch split into passes of similar shape;
 * :mod:`.warm_up` — ``warm_up``: one short cold start and decode step before a server is
-  ready (a start whose self-check was cached has run no pass yet);
+  ready (a start whose self-check was cached has run no pass yet); ``warm_up_drafter``: a
+  draft model's first block before the OpenAI-compatible endpoint listens;
 * :mod:`.lm_head` — ``plain_head`` / ``blocked_head``: the LM head in vocabulary blocks
   (``TransformersTarget(blocked_head_logits=True)``, lossy mode on a CPU only);
 * :mod:`.ngram` — ``suffix_match_next`` (the prompt lookup every drafter uses) and

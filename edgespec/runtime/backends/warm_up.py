@@ -1,10 +1,13 @@
-"""The target's warm-up before a server says it is ready: a process's first forward pass
-pays one-time costs (the kernels' first calls, the allocator's first blocks), which would
-otherwise fall on the first request served."""
+"""Warm-ups before a process serves: its first forward pass pays one-time costs (the
+kernels' first calls, the allocator's first blocks), which would otherwise fall on the
+first request served. The target's before a server says it is ready, a drafter's before
+the OpenAI-compatible endpoint listens."""
 
 from __future__ import annotations
 
-from edgespec.runtime.backends.base import ForwardItem, TargetBackend
+import numpy as np
+
+from edgespec.runtime.backends.base import DraftBackend, ForwardItem, TargetBackend
 
 WARM_UP_TOKENS = 8
 """The cold start's length: a prompt's prefill, then one decode step after it."""
@@ -16,3 +19,14 @@ def warm_up(target: TargetBackend, num_tokens: int = WARM_UP_TOKENS) -> None:
     ids = tuple(i % target.vocab_size for i in range(1, num_tokens + 1))
     cold = target.forward([ForwardItem(None, 0, ids, 1)])[0]
     target.forward([ForwardItem(cold.kv, num_tokens, ids[:1], 1)])
+
+
+def warm_up_drafter(
+    drafter: DraftBackend, vocab_size: int, num_tokens: int = WARM_UP_TOKENS
+) -> None:
+    """Two greedy tokens drafted after a context of ``num_tokens`` ids below
+    ``vocab_size``, then the drafter's state forgotten (a drafter made for this alone: each
+    request gets its own)."""
+    ids = tuple(i % vocab_size for i in range(1, num_tokens + 1))
+    drafter.propose(ids, 2, 0.0, np.random.default_rng(0))
+    drafter.reset()

@@ -48,7 +48,7 @@ def decode(
 
     tracker = tracked(wrap_verifier(verifier, setup.config))  # closed however it ends
     try:
-        generate(tracker, _drafter(setup), prompt_ids, sampling, options, window, on_tokens,
+        generate(tracker, request_drafter(setup), prompt_ids, sampling, options, window, on_tokens,
                  setup.clock)  # fmt: skip
     finally:
         tracker.close_all()
@@ -103,7 +103,7 @@ def _verifier(setup: EdgeSetup, options: Any) -> tuple[Any, float]:
     return setup.verifiers[choice.server_index], left_s
 
 
-def _drafter(setup: EdgeSetup) -> Any:
+def request_drafter(setup: EdgeSetup) -> Any:
     """A draft backend of the request's own (its KV cache is per request)."""
     from edgespec.runtime.edge.draft_backends import make_drafter
 

@@ -243,6 +243,7 @@ def serve_openai(
     limits = dataclasses.replace(limits, chars_per_token=longest_token_chars(tokenizer))
     setup = _setup(config, verifier, draft, tokenizer, vocab_size, told, mode == "distributed")
     check_limit_fits(limits.max_tokens, setup.max_context_tokens)
+    _warm_up_draft(setup)
     model_id = setup.target_name or "edgespec"
     defaults = Defaults(config.max_new_tokens, config.temperature, config.slo_class, mode)
     admits = concurrency or Concurrency.for_device()
@@ -259,6 +260,21 @@ def serve_openai(
         decodes = "" if setup.drafts else "; every request centralized, the server decoding"
         say(f"OpenAI-compatible endpoint on {url} (model {model_id!r}{decodes}; {said})")
         return serve_until_stopped(server, in_flight, signals.wait, say)
+
+
+def _warm_up_draft(setup: EdgeSetup) -> None:
+    """A draft model's first pass before the endpoint listens, on a drafter made as a
+    request's is (:func:`~edgespec.runtime.backends.warm_up.warm_up_drafter`); none for
+    prompt lookup (no model) or llama.cpp (each request's drafter has a context of its
+    own)."""
+    from edgespec.runtime.backends.llamacpp_draft import LlamaCppDraftModel
+
+    model = setup.draft_model
+    if setup.drafts and model is not None and not isinstance(model, LlamaCppDraftModel):
+        from edgespec.runtime.backends.warm_up import warm_up_drafter
+        from edgespec.runtime.openai_api.decoding import request_drafter
+
+        warm_up_drafter(request_drafter(setup), setup.vocab_size)
 
 
 def say(line: str) -> None:

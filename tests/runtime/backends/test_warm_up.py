@@ -1,6 +1,7 @@
-"""The target's warm-up at a server's start: one cold start of 8 tokens (ids within the
-vocabulary) and one decode step on its KV, nothing kept; a pass after it gives the same
-logits as on a target never warmed up."""
+"""The warm-ups before a process serves: the target's at a server's start (one cold start
+of 8 tokens, ids within the vocabulary, and one decode step on its KV, nothing kept), a
+drafter's before the endpoint listens (two greedy tokens after 8, then reset); what
+comes after gives the same logits or tokens as without."""
 
 from __future__ import annotations
 
@@ -16,7 +17,12 @@ from edgespec.runtime.backends.logit_rows import HostRows
 torch = pytest.importorskip("torch")
 
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
-from edgespec.runtime.backends.warm_up import WARM_UP_TOKENS, warm_up  # noqa: E402
+from edgespec.runtime.backends.transformers_draft import TransformersDraft  # noqa: E402
+from edgespec.runtime.backends.warm_up import (  # noqa: E402
+    WARM_UP_TOKENS,
+    warm_up,
+    warm_up_drafter,
+)
 from edgespec.runtime.testing import VOCAB, tiny_llama  # noqa: E402
 
 
@@ -54,3 +60,31 @@ def test_a_warmed_up_target_gives_the_same_logits() -> None:
     warm_up(warmed)
     got = [t.forward([ForwardItem(None, 0, prompt, 2)])[0] for t in (fresh, warmed)]
     assert np.array_equal(got[0].logits, got[1].logits) and got[0].logits.shape == (2, VOCAB)
+
+
+class RecordingDrafter:
+    """A drafter that records its calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[object, ...]] = []
+
+    def propose(self, context: Sequence[int], gamma: int, temperature: float, rng: Any) -> Any:
+        self.calls.append(("propose", tuple(context), gamma, temperature))
+
+    def reset(self) -> None:
+        self.calls.append(("reset",))
+
+
+def test_a_drafter_drafts_two_greedy_tokens_then_forgets_them() -> None:
+    drafter: Any = RecordingDrafter()
+    warm_up_drafter(drafter, 5)
+    assert drafter.calls == [("propose", (1, 2, 3, 4, 0, 1, 2, 3), 2, 0.0), ("reset",)]
+
+
+def test_a_warmed_up_draft_model_drafts_the_same() -> None:
+    context = (5, 17, 3, 42, 8, 1)
+    rng = np.random.default_rng(0)
+    fresh, warmed = TransformersDraft(tiny_llama(seed=1)), TransformersDraft(tiny_llama(seed=1))
+    warm_up_drafter(warmed, VOCAB)
+    got = [d.propose(context, 3, 0.0, rng).token_ids for d in (fresh, warmed)]
+    assert got[0] == got[1] and len(got[0]) == 3

@@ -82,8 +82,8 @@ def test_serve_openai_bounds_prompts_by_its_tokenizers_longest_token(
     def build_app(setup: Any, api: Any, in_flight: Any) -> Any:
         raise Captured(api)
 
-    monkeypatch.setattr(serve, "_setup", lambda *_: SimpleNamespace(max_context_tokens=None,
-                                                                      target_name="m"))  # fmt: skip
+    monkeypatch.setattr(serve, "_setup", lambda *_: SimpleNamespace(
+        max_context_tokens=None, target_name="m", drafts=False, draft_model=None))  # fmt: skip
     monkeypatch.setattr(serve, "build_app", build_app)
     config = SimpleNamespace(max_new_tokens=16, temperature=0.0, slo_class="default")
     tokenizer = Vocabulary("a", " " * 40)
