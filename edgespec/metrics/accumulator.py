@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord, UnfinishedCount
+from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
+from edgespec.core.unfinished import UnfinishedCount
 from edgespec.metrics.exact_sum import ExactSum
 from edgespec.metrics.server_busy import ServerBusyTime
 from edgespec.metrics.slo_tally import SloTally, ratio

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from edgespec.core.types import UnfinishedClass
+from edgespec.core.unfinished import UnfinishedClass
 from edgespec.metrics.types import SloClassStats
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord, UnfinishedCount
+from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
+from edgespec.core.unfinished import UnfinishedCount
 from edgespec.metrics.accumulator import MetricsAccumulator
 from edgespec.metrics.formatting import fit_headers, fixed, percent, plain, setting
 from edgespec.metrics.types import LatencyStats, SystemMetrics
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SystemMetrics",
-    "class_violation_rate",
     "fit_headers",
     "fixed",
     "plain",
@@ -35,7 +35,6 @@ __all__ = [
     "print_summary",
     "setting",
     "summarize",
-    "violation_rate",
 ]
 
 
@@ -65,64 +64,6 @@ def summarize(
     if unfinished is not None:
         acc.add_unfinished(unfinished)
     return acc.finish(duration_s, num_servers)
-
-
-def violation_rate(metrics: SystemMetrics) -> float:
-    """Share of requests with an SLO target whose token speed missed it (WISP Eq. 20's Pr).
-
-    Raises ``ValueError`` when no request had a target (the rate is undefined).
-    """
-    if metrics.slo_violation_rate is None:
-        raise ValueError(
-            f"SLO violation rate undefined: none of the {metrics.num_requests} completed "
-            "requests has an SLO target (a token-speed target of its SLO class)"
-        )
-    return metrics.slo_violation_rate
-
-
-def decided_violation_rate(metrics: SystemMetrics) -> float:
-    """The SLO violation rate over every request whose outcome is known at the run's end:
-    the finished ones with a target and the unfinished ones already sure to miss it
-    (``num_unfinished_missed``), those not yet sure left out as Eq. 20 leaves out every
-    unfinished one. Raises ``ValueError`` where no such request had a target or the
-    unfinished requests were not counted."""
-    missed = metrics.num_unfinished_missed
-    with_target = sum(c.num_with_target for c in metrics.slo_classes)
-    if missed is None or with_target + missed == 0:
-        raise ValueError(
-            "SLO violation rate of the decided requests undefined: none had an SLO target, "
-            "or the unfinished requests were not counted"
-        )
-    met = sum(c.num_met for c in metrics.slo_classes)
-    return (with_target - met + missed) / (with_target + missed)
-
-
-def class_violation_rate(
-    slo_class: str, count_sure_misses: bool = False
-) -> Callable[[SystemMetrics], float]:
-    """A ``violation`` function for ``capacity_search`` restricted to one SLO class (Cap(τ)):
-    Eq. 20's over its finished requests, or (``count_sure_misses``) that of its decided
-    requests, its unfinished ones already sure to miss counted too (as
-    :func:`decided_violation_rate` over every class)."""
-
-    def rate(metrics: SystemMetrics) -> float:
-        stats = metrics.slo_class(slo_class)
-        missed = stats.num_unfinished_missed
-        if count_sure_misses and missed is None:
-            raise ValueError(
-                f"SLO violation rate of class {slo_class!r}'s decided requests undefined: the "
-                "unfinished requests were not counted"
-            )
-        missed = missed if count_sure_misses and missed is not None else 0
-        decided = stats.num_with_target + missed
-        if decided == 0:
-            raise ValueError(
-                f"SLO violation rate undefined for class {slo_class!r}: "
-                f"none of its {stats.num_requests} requests has a target"
-            )
-        return (stats.num_with_target - stats.num_met + missed) / decided
-
-    return rate
 
 
 # --- the terminal's view

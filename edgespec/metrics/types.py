@@ -149,7 +149,7 @@ class SystemMetrics(_Record):
     num_unfinished_missed: int | None = None
     """Those of them already sure to miss their target: even had all their output come at
     the run's end, its token speed would not reach it
-    (:func:`~edgespec.core.types.already_missed`; ``None``: not counted)."""
+    (:func:`~edgespec.core.unfinished.already_missed`; ``None``: not counted)."""
     slo_attainment_at_least: float | None = None
     """SLO attainment over every request with a target that arrived, the unfinished ones
     each counted a miss; ``slo_attainment`` counts the finished requests only (as WISP's

@@ -25,7 +25,8 @@ import math
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord, UnfinishedCount
+from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
+from edgespec.core.unfinished import UnfinishedCount
 
 ENTITY_BITS = 32
 

@@ -27,7 +27,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord, UnfinishedCount
+from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
+from edgespec.core.unfinished import UnfinishedCount
 from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
 from edgespec.metrics.types import SystemMetrics
 from edgespec.policies.fusing import fusing

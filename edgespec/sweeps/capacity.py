@@ -16,8 +16,8 @@ from typing import Any
 from edgespec.config import ConfigError, apply_overrides
 from edgespec.config.errors import in_context
 from edgespec.errors import UserInputError
-from edgespec.metrics.summary import class_violation_rate, violation_rate
 from edgespec.metrics.types import SystemMetrics
+from edgespec.metrics.violation_rates import class_violation_rate, violation_rate
 from edgespec.policies.contracts import PolicyContractError
 from edgespec.sweeps.grid import Runner, named_at, override_text
 from edgespec.sweeps.progress import progress_bar

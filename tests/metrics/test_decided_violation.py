@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from edgespec.core.types import RequestRecord, UnfinishedClass, UnfinishedCount
-from edgespec.metrics.summary import decided_violation_rate, summarize
+from edgespec.core.types import RequestRecord
+from edgespec.core.unfinished import UnfinishedClass, UnfinishedCount
+from edgespec.metrics.summary import summarize
+from edgespec.metrics.violation_rates import decided_violation_rate
 
 
 def _finished(met: bool) -> RequestRecord:

@@ -10,7 +10,7 @@ import pytest
 from edgespec.core.types import BatchRecord, RequestRecord
 from edgespec.metrics import MetricsAccumulator, summarize
 from edgespec.metrics.exact_sum import ExactSum
-from edgespec.metrics.summary import class_violation_rate, violation_rate
+from edgespec.metrics.violation_rates import class_violation_rate, violation_rate
 
 
 def _req(

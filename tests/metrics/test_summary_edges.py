@@ -10,8 +10,8 @@ import pytest
 
 from edgespec.core.types import BatchRecord, RequestRecord
 from edgespec.metrics import MetricsAccumulator, summarize
-from edgespec.metrics.summary import class_violation_rate
 from edgespec.metrics.types import LatencyStats, TimeSplit
+from edgespec.metrics.violation_rates import class_violation_rate
 
 
 def _req(

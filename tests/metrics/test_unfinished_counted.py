@@ -17,13 +17,8 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.config import apply_overrides
-from edgespec.core.types import (
-    Request,
-    RequestRecord,
-    UnfinishedClass,
-    UnfinishedCount,
-    already_missed,
-)
+from edgespec.core.types import Request, RequestRecord
+from edgespec.core.unfinished import UnfinishedClass, UnfinishedCount, already_missed
 from edgespec.metrics.accumulator import MetricsAccumulator
 from edgespec.metrics.formatting import percent
 from edgespec.metrics.types import SystemMetrics

@@ -9,7 +9,7 @@ import pytest
 from edgespec.config import ConfigError
 from edgespec.core.types import RequestRecord
 from edgespec.metrics import SystemMetrics, summarize
-from edgespec.metrics.summary import class_violation_rate
+from edgespec.metrics.violation_rates import class_violation_rate
 from edgespec.sweeps.capacity import capacity_search
 
 

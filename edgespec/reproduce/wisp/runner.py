@@ -25,13 +25,14 @@ from edgespec.core.types import (
     PendingVerification,
 )
 from edgespec.metrics.types import SystemMetrics
+from edgespec.metrics.violation_rates import violation_rate
 from edgespec.policies.interfaces import BatchLimits
 from edgespec.policies.wisp import WispBatching
 from edgespec.reproduce.wisp.setup import MIXED, WispSetup, scenario
 from edgespec.sim.setup.build import Policies, build_policies
 from edgespec.sim.setup.scenario import Scenario, scenario_from_dict
 from edgespec.sim.simulator import SimResult, StreamSink, paused_gc, simulate
-from edgespec.sweeps.capacity import capacity_search
+from edgespec.sweeps.capacity import Violation, capacity_search
 
 LateRule = Literal["first", "utility", "last"]
 LATE_RULES: dict[LateRule, str] = {
@@ -150,23 +151,35 @@ class LateSensitivity:
         )
 
 
+def pooled_capacity(
+    setup: WispSetup,
+    seed: int,
+    duration_s: float,
+    hi: int,
+    rule: LateRule,
+    violation: Violation = violation_rate,
+) -> int | None:
+    """WISP's capacity (devices 1…``hi`` of mixed classes, every class pooled) under
+    ``rule``, on ``setup`` with ``seed`` and runs of ``duration_s``: the sensitivities'
+    setting, no claim's."""
+    calibration = replace(setup, seed=seed, duration_s=duration_s)
+    base = scenario(calibration, "wisp", devices=1, slo_mix=MIXED)
+    return capacity_search(
+        base,
+        "auto_topology.devices.0.count",
+        SimRun(rule),
+        epsilon=setup.epsilon,
+        lo=1,
+        hi=hi,
+        violation=violation,
+        progress=False,
+    ).capacity
+
+
 def late_rule_sensitivity(
     setup: WispSetup, seed: int, duration_s: float, hi: int
 ) -> LateSensitivity:
     """WISP's pooled capacity (devices 1…``hi``) under each rule, on ``setup`` with
     ``seed`` and runs of ``duration_s``."""
-    calibration = replace(setup, seed=seed, duration_s=duration_s)
-    base = scenario(calibration, "wisp", devices=1, slo_mix=MIXED)
-    capacity = {
-        rule: capacity_search(
-            base,
-            "auto_topology.devices.0.count",
-            SimRun(rule),
-            epsilon=setup.epsilon,
-            lo=1,
-            hi=hi,
-            progress=False,
-        ).capacity
-        for rule in LATE_RULES
-    }
+    capacity = {rule: pooled_capacity(setup, seed, duration_s, hi, rule) for rule in LATE_RULES}
     return LateSensitivity(seed, duration_s, setup.epsilon, capacity)

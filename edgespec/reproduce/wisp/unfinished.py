@@ -6,7 +6,7 @@ slow one shows only its survivors. :func:`unfinished_sensitivity` searches WISP'
 capacity on the late-request sensitivity's setting (classes mixed and pooled, another
 seed, shorter runs) with the unfinished requests already sure to miss their class's speed
 counted as misses, those not yet sure left out
-(:func:`~edgespec.metrics.summary.decided_violation_rate`). Counting
+(:func:`~edgespec.metrics.violation_rates.decided_violation_rate`). Counting
 every unfinished request as a miss is not searched: the request each device runs at a
 run's end would count, so a short run violates ε at any load. A sensitivity, shown in
 REPORT.md, never used to judge.
@@ -14,12 +14,11 @@ REPORT.md, never used to judge.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from edgespec.metrics.summary import decided_violation_rate
-from edgespec.reproduce.wisp.runner import LATE_RULE, SimRun
-from edgespec.reproduce.wisp.setup import MIXED, WispSetup, scenario
-from edgespec.sweeps.capacity import capacity_search
+from edgespec.metrics.violation_rates import decided_violation_rate
+from edgespec.reproduce.wisp.runner import LATE_RULE, pooled_capacity
+from edgespec.reproduce.wisp.setup import WispSetup
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,16 +55,5 @@ def unfinished_sensitivity(
     to miss counted, on ``setup`` with ``seed`` and runs of ``duration_s``;
     ``finished_only``: the late-request sensitivity's capacity under the chosen rule (the
     same setting)."""
-    calibration = replace(setup, seed=seed, duration_s=duration_s)
-    base = scenario(calibration, "wisp", devices=1, slo_mix=MIXED)
-    search = capacity_search(
-        base,
-        "auto_topology.devices.0.count",
-        SimRun(LATE_RULE),
-        epsilon=setup.epsilon,
-        lo=1,
-        hi=hi,
-        violation=decided_violation_rate,
-        progress=False,
-    )
-    return UnfinishedSensitivity(seed, duration_s, setup.epsilon, finished_only, search.capacity)
+    sure_misses = pooled_capacity(setup, seed, duration_s, hi, LATE_RULE, decided_violation_rate)
+    return UnfinishedSensitivity(seed, duration_s, setup.epsilon, finished_only, sure_misses)

@@ -94,13 +94,8 @@ def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any,
     (:func:`edgespec.sweeps.capacity.capacity_search`), for one class or all."""
     from rich.console import Console
 
-    from edgespec.metrics.summary import (
-        decided_violation_rate,
-        plain,
-        print_runs,
-        setting,
-        violation_rate,
-    )
+    from edgespec.metrics.summary import plain, print_runs, setting
+    from edgespec.metrics.violation_rates import decided_violation_rate, violation_rate
     from edgespec.sim.commands.checks import (
         LateArrivalWarnings,
         check_class_measured,

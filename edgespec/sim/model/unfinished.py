@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from edgespec.core.types import Request, UnfinishedClass, UnfinishedCount, already_missed
+from edgespec.core.types import Request
+from edgespec.core.unfinished import UnfinishedClass, UnfinishedCount, already_missed
 from edgespec.sim.model.entities import DeviceState
 
 

@@ -7,7 +7,8 @@ import gc
 from pathlib import Path
 
 import edgespec
-from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord, UnfinishedCount
+from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
+from edgespec.core.unfinished import UnfinishedCount
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.policies.routing import JoinShortestQueueRouting
