@@ -129,6 +129,7 @@ async def cloud_only_generate(
 
         verifier.open(spec)
         cloud_only_decode(verifier, drafter, spec, on_tokens, time.perf_counter)
+        verifier.close(spec.session_id)  # before the last chunk, as the drafter's rounds do
         emit(((), True))
 
     async for chunk in _baseline(service, spec, verifier, work):

@@ -191,10 +191,13 @@ class VerificationService:
         (K = 0 per step, i.e. plain autoregressive decoding batched with everyone else) or
         fused (the server drafts with a static window of ``gamma`` through the drafter's
         own round loop; cloud-only, the target decodes one token per round:
-        :mod:`edgespec.runtime.server.fused_baseline`). A centralized session that asks for
-        ``logprobs`` has each chunk's given to ``on_logprobs`` before the chunk is yielded,
-        and one that asks for ``prompt_logprobs`` the prompt's to ``on_prompt_logprobs``
-        before its first chunk; a fused run refuses both."""
+        :mod:`edgespec.runtime.server.fused_baseline`). The session is closed before the
+        chunk marked finished is yielded: a client stops reading there, and what it asks
+        next (the server's counters, a new session within its quota) finds it closed. A
+        centralized session that asks for ``logprobs`` has each chunk's given to
+        ``on_logprobs`` before the chunk is yielded, and one that asks for ``prompt_logprobs``
+        the prompt's to ``on_prompt_logprobs`` before its first chunk; a fused run refuses
+        both."""
         if fused and (spec.sampling.logprobs, spec.sampling.prompt_logprobs) != (None, None):
             asked = "logprobs" if spec.sampling.logprobs is not None else "prompt_logprobs"
             message = f"a fused Generate returns no {asked}: run it centralized, or verify it"
@@ -207,20 +210,23 @@ class VerificationService:
                 yield chunk
             return
         self.open_session(spec, owner, fresh=True)
+        finished = False
         try:
-            finished = False
             while not finished:
                 tokens = self.engine.session_tokens(spec.session_id)
                 call = VerifyCall(spec.session_id, len(tokens), ())
                 reply = await self.verify(call)
-                finished = reply.outcome.finished
                 if on_prompt_logprobs is not None and reply.outcome.prompt_logprobs is not None:
                     on_prompt_logprobs(reply.outcome.prompt_logprobs)
                 if on_logprobs is not None and reply.outcome.logprobs:
                     on_logprobs(reply.outcome.logprobs)
+                finished = reply.outcome.finished
+                if finished:
+                    self.close_session(spec.session_id)
                 yield reply.outcome.committed_token_ids, finished
         finally:
-            self.close_session(spec.session_id)
+            if not finished:
+                self.close_session(spec.session_id)
 
     async def run_fused(
         self, call: FusedCall, owner: str | None = None
