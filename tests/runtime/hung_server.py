@@ -20,28 +20,31 @@ VOCAB_SIZE = 64
 
 
 class _Silent(pb_grpc.VerificationServicer):  # type: ignore[misc]
-    """Every call recorded by method name as it arrives, then held until ``release`` is set;
-    ``Health`` answered at once unless ``health_hangs``, ``OpenSession`` when ``opens``."""
+    """Every call recorded by method name as it arrives (and the time its deadline left it,
+    ``None`` without one), then held until ``release`` is set; ``Health`` answered at once
+    unless ``health_hangs``, ``OpenSession`` when ``opens``."""
 
     def __init__(self, release: threading.Event, health_hangs: bool, opens: bool) -> None:
         self.release = release
         self.health_hangs = health_hangs
         self.opens = opens
         self.calls: list[str] = []
+        self.remaining_s: list[float | None] = []
         self._lock = threading.Lock()
 
-    def _record(self, method: str) -> None:
+    def _record(self, method: str, context: Any) -> None:
         with self._lock:
             self.calls.append(method)
+            self.remaining_s.append(context.time_remaining())
 
     def _hold(self, method: str, context: Any) -> Any:
-        self._record(method)
+        self._record(method, context)
         self.release.wait()
         context.abort(grpc.StatusCode.UNAVAILABLE, "the hung server was stopped")
 
     def OpenSession(self, request: Any, context: Any) -> Any:
         if self.opens:
-            self._record("OpenSession")
+            self._record("OpenSession", context)
             return pb.OpenSessionResponse()
         return self._hold("OpenSession", context)
 
@@ -64,6 +67,13 @@ class _Silent(pb_grpc.VerificationServicer):  # type: ignore[misc]
 def hung_server(health_hangs: bool = True, opens: bool = False) -> Iterator[tuple[str, list[str]]]:
     """A silent server on loopback: its address and the methods called on it, in order of
     arrival; its held calls released (``UNAVAILABLE``) as the block ends."""
+    with hung_servicer(health_hangs, opens) as (address, servicer):
+        yield address, servicer.calls
+
+
+@contextmanager
+def hung_servicer(health_hangs: bool = True, opens: bool = False) -> Iterator[tuple[str, _Silent]]:
+    """:func:`hung_server` with its servicer: the calls and the time each had left."""
     release = threading.Event()
     servicer = _Silent(release, health_hangs, opens)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
@@ -71,7 +81,7 @@ def hung_server(health_hangs: bool = True, opens: bool = False) -> Iterator[tupl
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
-        yield f"127.0.0.1:{port}", servicer.calls
+        yield f"127.0.0.1:{port}", servicer
     finally:
         release.set()
         server.stop(grace=0)
