@@ -25,7 +25,7 @@ from tests.runtime.hung_server import hung_server
 from tests.runtime.openai_api.conftest import LIMITS, MODEL, _post, word_tokenizer
 from tests.runtime.openai_api.test_leaving_unreachable import assert_leaving_frees_its_worker
 
-SLACK_S = 0.8
+SLACK_S = 2.0  # a loaded 2-core machine; what it was, 8 s, stays well above
 """Time a request takes besides waiting for the server, on a loaded machine."""
 
 

@@ -53,4 +53,4 @@ async def _tokenizing_wait_s() -> float:
 def test_probes_of_hung_servers_leave_tokenizing_its_threads() -> None:
     took_s = asyncio.run(_tokenizing_wait_s())
     assert PROBE_TIMEOUT_S - PROBE_WAIT_S == 1.5  # what it waited: the probes' time left
-    assert took_s < 0.25  # was about 1.5 s
+    assert took_s < 0.75  # was about 1.5 s; half of it: a loaded machine's slack
