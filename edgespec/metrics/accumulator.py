@@ -22,7 +22,7 @@ from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
 from edgespec.core.unfinished import UnfinishedCount
 from edgespec.metrics.exact_sum import ExactSum
 from edgespec.metrics.server_busy import ServerBusyTime
-from edgespec.metrics.slo_tally import SloTally, ratio
+from edgespec.metrics.slo_tally import SloTally, attainment_bounds, ratio
 from edgespec.metrics.types import (
     BatchSizeCount,
     LatencyStats,
@@ -253,14 +253,13 @@ class MetricsAccumulator:
             return {}
         slo = self._slo
         with_target, missed = slo.num_unfinished_with_target, slo.num_unfinished_missed
-        met, arrived = slo.num_met, slo.num_with_target + with_target
-        open_ = with_target - missed
+        least, most = attainment_bounds(slo.num_met, slo.num_with_target, with_target, missed)
         return {
             "num_unfinished_requests": self._num_unfinished,
             "num_unfinished_with_target": with_target,
             "num_unfinished_missed": missed,
-            "slo_attainment_at_least": ratio(met, arrived),
-            "slo_attainment_at_most": ratio(met + open_, arrived),
+            "slo_attainment_at_least": least,
+            "slo_attainment_at_most": most,
         }
 
     def _server_busy(self, duration_s: float, num_servers: int) -> tuple[float, ...]:

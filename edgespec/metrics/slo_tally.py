@@ -12,6 +12,18 @@ def ratio(num: float, den: float) -> float | None:
     return num / den if den > 0 else None
 
 
+def attainment_bounds(
+    num_met: int, num_with_target: int, num_unfinished_with_target: int, num_missed: int
+) -> tuple[float | None, float | None]:
+    """The SLO attainment over every request with a target that arrived, finished
+    (``num_with_target``, ``num_met`` of them met) or not (``num_unfinished_with_target``,
+    ``num_missed`` of them already sure to miss): at least with each unfinished one a miss,
+    at most with each not sure to miss a hit (``None`` where none had a target)."""
+    arrived = num_with_target + num_unfinished_with_target
+    num_open = num_unfinished_with_target - num_missed
+    return ratio(num_met, arrived), ratio(num_met + num_open, arrived)
+
+
 class _ClassTally:
     __slots__ = (
         "mixed_targets",
@@ -114,6 +126,9 @@ class SloTally:
 
 
 def _class_stats(name: str, tally: _ClassTally, unfinished_counted: bool) -> SloClassStats:
+    least, most = attainment_bounds(tally.num_met, tally.num_with_target,
+                                    tally.num_unfinished_with_target,
+                                    tally.num_unfinished_missed)  # fmt: skip
     return SloClassStats(
         slo_class=name,
         target_tokens_per_s=None if tally.mixed_targets else tally.target,
@@ -123,4 +138,6 @@ def _class_stats(name: str, tally: _ClassTally, unfinished_counted: bool) -> Slo
         attainment=ratio(tally.num_met, tally.num_with_target),
         num_unfinished_with_target=tally.num_unfinished_with_target if unfinished_counted else None,
         num_unfinished_missed=tally.num_unfinished_missed if unfinished_counted else None,
+        attainment_at_least=least if unfinished_counted else None,
+        attainment_at_most=most if unfinished_counted else None,
     )

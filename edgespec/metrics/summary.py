@@ -20,7 +20,7 @@ from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
 from edgespec.core.unfinished import UnfinishedCount
 from edgespec.metrics.accumulator import MetricsAccumulator
 from edgespec.metrics.formatting import fit_headers, fixed, percent, plain, setting
-from edgespec.metrics.types import LatencyStats, SystemMetrics
+from edgespec.metrics.types import LatencyStats, SloClassStats, SystemMetrics
 
 if TYPE_CHECKING:
     from rich.console import Console, JustifyMethod
@@ -90,6 +90,15 @@ def _attainment_of_arrivals(m: SystemMetrics) -> str:
     return f"{bounds} ({unfinished}, {plain(m.num_unfinished_missed)} missed)"
 
 
+def _class_attainment(c: SloClassStats) -> str:
+    """A class's attainment of its finished requests and, where some of its requests were
+    unfinished, its bounds over every arrival (the run's row's, class by class)."""
+    finished = f"{percent(c.attainment)} ({plain(c.num_met)}/{plain(c.num_with_target)})"
+    if not c.num_unfinished_with_target:
+        return finished
+    return f"{finished}, {percent(c.attainment_at_least)} to {percent(c.attainment_at_most)}"
+
+
 def print_summary(metrics: SystemMetrics, console: Console | None = None) -> None:
     """Print a compact rich summary: latency percentiles, then throughput, SLO, speculation
     and server rows."""
@@ -124,10 +133,7 @@ def print_summary(metrics: SystemMetrics, console: Console | None = None) -> Non
         if c.attainment is not None:
             target = c.target_tokens_per_s
             shown = "" if target is None else f" ≥{plain(target)} tok/s"
-            tab.add_row(
-                f"  {c.slo_class}{shown}",
-                f"{percent(c.attainment)} ({plain(c.num_met)}/{plain(c.num_with_target)})",
-            )
+            tab.add_row(f"  {c.slo_class}{shown}", _class_attainment(c))
     tab.add_row("acceptance rate", percent(m.acceptance_rate))
     tab.add_row("AAL / rounds per req", f"{plain(m.aal)} / {plain(m.rounds_per_request)}")
     tab.add_row("wasted draft tokens", plain(m.num_wasted_draft_tokens))

@@ -62,6 +62,11 @@ class SloClassStats(_Record):
     unfinished were not counted)."""
     num_unfinished_missed: int | None = None
     """Those of them already sure to miss it (``None``: not counted)."""
+    attainment_at_least: float | None = None
+    """The class's attainment over every request with a target that arrived, each
+    unfinished one a miss (``None``: not counted, or none had a target)."""
+    attainment_at_most: float | None = None
+    """Likewise, each unfinished one not already sure to miss a hit."""
 
 
 @dataclass(frozen=True, slots=True)

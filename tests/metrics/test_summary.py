@@ -147,6 +147,8 @@ def test_to_dict_is_json_ready_and_ordered() -> None:
         "attainment": None,
         "num_unfinished_with_target": None,
         "num_unfinished_missed": None,
+        "attainment_at_least": None,
+        "attainment_at_most": None,
     }
     assert d["batch_sizes"] == [
         {"batch_size": 1, "num_batches": 1},

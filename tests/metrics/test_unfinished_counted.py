@@ -10,6 +10,7 @@ whose devices queue arrivals, a sharded run and ``edgespec sim``."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,21 +62,44 @@ def _check_against_drained(data: dict[str, Any], metrics: SystemMetrics) -> list
     assert not any(r.slo_met for r in sure)
     assert (metrics.num_unfinished_with_target, metrics.num_unfinished_missed) == (
         len(with_target), len(sure))  # fmt: skip
+    least, most = metrics.slo_attainment_at_least, metrics.slo_attainment_at_most
+    _check_bounds(least, most, drained, finished, with_target, sure)
     for stats in metrics.slo_classes:  # and class by class
         mine = stats.slo_class
         assert (stats.num_unfinished_with_target, stats.num_unfinished_missed) == (
             sum(r.slo_class == mine for r in with_target),
             sum(r.slo_class == mine for r in sure),
         )
+
+        def of(records: Sequence[RequestRecord], mine: str = mine) -> list[RequestRecord]:
+            return [r for r in records if r.slo_class == mine]
+
+        _check_bounds(stats.attainment_at_least, stats.attainment_at_most, of(drained),
+                      finished, of(with_target), of(sure))  # fmt: skip
+    return with_target
+
+
+def _check_bounds(
+    least: float | None,
+    most: float | None,
+    drained: Sequence[RequestRecord],
+    finished: set[str],
+    with_target: list[RequestRecord],
+    sure: list[RequestRecord],
+) -> None:
+    """Bounds over ``drained``'s arrivals with a target (none: no bounds): the drained
+    attainment between them, the lower its finished hits, the upper those and the
+    unfinished not sure to miss."""
     arrived = [r for r in drained if r.slo_tokens_per_s is not None]
-    attainment = sum(bool(r.slo_met) for r in arrived) / len(arrived)
-    least, most = metrics.slo_attainment_at_least, metrics.slo_attainment_at_most
+    if not arrived:
+        assert least is most is None
+        return
     assert least is not None and most is not None
+    attainment = sum(bool(r.slo_met) for r in arrived) / len(arrived)
     assert least <= attainment <= most
     num_met = sum(bool(r.slo_met) for r in arrived if r.request_id in finished)
     assert least == pytest.approx(num_met / len(arrived), rel=1e-12)
     assert most == pytest.approx((num_met + len(with_target) - len(sure)) / len(arrived))
-    return with_target
 
 
 @pytest.mark.parametrize(
@@ -138,6 +162,11 @@ def test_an_accumulator_counts_them_only_when_told() -> None:
     (a,) = metrics.slo_classes  # the class's own: 2 finished, 2 unfinished, 1 sure to miss
     assert (a.num_with_target, a.num_met, a.num_unfinished_with_target,
             a.num_unfinished_missed) == (2, 1, 2, 1)  # fmt: skip
+    assert (a.attainment_at_least, a.attainment_at_most) == (0.25, 0.5)  # the run's alike
+    untold = MetricsAccumulator()
+    untold.add_request(_request("a", 8.0))
+    (b,) = untold.finish(1.0, 1).slo_classes
+    assert (b.attainment, b.attainment_at_least, b.attainment_at_most) == (1.0, None, None)
     with pytest.raises(ValueError, match=r"class 'a' need 0 <= num_missed <= num_with_target, "
                        r"got 2, 1"):  # fmt: skip
         UnfinishedClass("a", 8.0, 1, 2)
@@ -184,3 +213,10 @@ def test_edgespec_sim_writes_and_prints_them(
         f"unfinished, {written['num_unfinished_missed']} missed)"
     )
     assert least < written["slo_attainment"] <= most
+    for c in written["slo_classes"]:  # each class's row, its bounds where it has unfinished
+        row = next(line for line in lines if line.startswith(f"  {c['slo_class']} "))
+        finished = f"{percent(c['attainment'])} ({c['num_met']}/{c['num_with_target']})"
+        bounds = f", {percent(c['attainment_at_least'])} to {percent(c['attainment_at_most'])}"
+        shown = finished + (bounds if c["num_unfinished_with_target"] else "")
+        assert row.split(" tok/s", 1)[1].strip() == shown
+    assert any(c["num_unfinished_with_target"] for c in written["slo_classes"])

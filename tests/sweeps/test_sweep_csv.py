@@ -52,6 +52,8 @@ def test_two_runs_with_different_histograms_share_columns_by_batch_size(tmp_path
         "slo_classes.c4.attainment",
         "slo_classes.c4.num_unfinished_with_target",
         "slo_classes.c4.num_unfinished_missed",
+        "slo_classes.c4.attainment_at_least",
+        "slo_classes.c4.attainment_at_most",
         "slo_classes.c8.target_tokens_per_s",
         "slo_classes.c8.num_requests",
         "slo_classes.c8.num_with_target",
@@ -59,16 +61,18 @@ def test_two_runs_with_different_histograms_share_columns_by_batch_size(tmp_path
         "slo_classes.c8.attainment",
         "slo_classes.c8.num_unfinished_with_target",
         "slo_classes.c8.num_unfinished_missed",
+        "slo_classes.c8.attainment_at_least",
+        "slo_classes.c8.attainment_at_most",
         "batch_sizes.1.num_batches",
         "batch_sizes.2.num_batches",
         "batch_sizes.4.num_batches",
         "batch_sizes.21.num_batches",
         "batch_sizes.32.num_batches",
     ]
-    none = [""] * 7
+    none = [""] * 9
     assert [list(row.values()) for row in rows] == [
-        [*none, "8.0", "4", "4", "4", "1.0", "", "", "5", "", "2", "", "1"],
-        ["8.0", "4", "4", "3", "0.75", "", "", *none, "3", "6", "", "4", ""],
+        [*none, "8.0", "4", "4", "4", "1.0", "", "", "", "", "5", "", "2", "", "1"],
+        ["8.0", "4", "4", "3", "0.75", "", "", "", "", *none, "3", "6", "", "4", ""],
     ]
 
 
