@@ -28,8 +28,9 @@ PROMPT = (5, 6, 7, 8, 9)
 DRAFT = ["draft", "--draft", "ngram", "--prompt-ids", ",".join(map(str, PROMPT))]
 DOWN_S = 0.5
 """How long the servers are down after routing starts."""
-SLACK_S = 0.2
-"""A backoff (50 ms) and the scheduling of a loaded machine."""
+SLACK_S = 0.4
+"""A backoff (50 ms) and the scheduling of a loaded machine; below :data:`DOWN_S`, which a
+retry budget of its own after routing added."""
 
 
 def _down() -> RequestError:
