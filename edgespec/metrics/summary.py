@@ -91,8 +91,9 @@ def _attainment_of_arrivals(m: SystemMetrics) -> str:
 
 
 def _class_attainment(c: SloClassStats) -> str:
-    """A class's attainment of its finished requests and, where some of its requests were
-    unfinished, its bounds over every arrival (the run's row's, class by class)."""
+    """A class's attainment of its finished requests (``-`` where none finished) and, where
+    some of its requests were unfinished, its bounds over every arrival (the run's row's,
+    class by class)."""
     finished = f"{percent(c.attainment)} ({plain(c.num_met)}/{plain(c.num_with_target)})"
     if not c.num_unfinished_with_target:
         return finished
@@ -130,7 +131,7 @@ def print_summary(metrics: SystemMetrics, console: Console | None = None) -> Non
     if m.num_unfinished_with_target:
         tab.add_row("  of every arrival", _attainment_of_arrivals(m))
     for c in m.slo_classes_by_target():
-        if c.attainment is not None:
+        if c.attainment is not None or c.attainment_at_least is not None:
             target = c.target_tokens_per_s
             shown = "" if target is None else f" ≥{plain(target)} tok/s"
             tab.add_row(f"  {c.slo_class}{shown}", _class_attainment(c))

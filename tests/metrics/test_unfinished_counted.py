@@ -10,6 +10,7 @@ whose devices queue arrivals, a sharded run and ``edgespec sim``."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from edgespec.core.types import Request, RequestRecord
 from edgespec.core.unfinished import UnfinishedClass, UnfinishedCount, already_missed
 from edgespec.metrics.accumulator import MetricsAccumulator
 from edgespec.metrics.formatting import percent
+from edgespec.metrics.summary import print_summary
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.shards import simulate_sharded
@@ -142,6 +144,19 @@ def _request(slo_class: str, speed: float) -> RequestRecord:
     return RequestRecord("r", "c", slo_class, 0, 0.0, 0.5, 1.0, 5, 10, 3, 6, 4, speed)
 
 
+def _printed(metrics: SystemMetrics) -> dict[str, str]:
+    """The summary's rows, label to value (columns two spaces or more apart)."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    out = StringIO()
+    print_summary(metrics, Console(file=out, width=100, markup=False))
+    rows = (re.split(r"(?<=\S)\s{2,}(?=\S)", line.rstrip(), maxsplit=1)
+            for line in out.getvalue().splitlines())  # fmt: skip
+    return {row[0]: row[1] for row in rows if len(row) == 2}
+
+
 def test_an_accumulator_counts_them_only_when_told() -> None:
     told = MetricsAccumulator()
     told.add_request(_request("a", 8.0))  # met
@@ -163,6 +178,11 @@ def test_an_accumulator_counts_them_only_when_told() -> None:
     assert (a.num_with_target, a.num_met, a.num_unfinished_with_target,
             a.num_unfinished_missed) == (2, 1, 2, 1)  # fmt: skip
     assert (a.attainment_at_least, a.attainment_at_most) == (0.25, 0.5)  # the run's alike
+    lines = _printed(metrics)
+    assert lines["  a"] == "50.0% (1/2), 25.0% to 50.0%"  # its targets differ: none shown
+    only_unfinished = MetricsAccumulator()  # a class none of whose requests finished
+    only_unfinished.add_unfinished(UnfinishedCount(2, (UnfinishedClass("b", 4.0, 2, 1),)))
+    assert _printed(only_unfinished.finish(1.0, 1))["  b ≥4 tok/s"] == "- (0/0), 0.0% to 50.0%"
     untold = MetricsAccumulator()
     untold.add_request(_request("a", 8.0))
     (b,) = untold.finish(1.0, 1).slo_classes
