@@ -6,7 +6,10 @@ states: test_semantic_refusals.py; fused rounds: test_semantic_fused_serving.py.
 
 from __future__ import annotations
 
+import itertools
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +65,7 @@ def _run(
     upload: UploadMode = "auto",
     sid: str = "s",
     max_new: int = MAX_NEW,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> GenerationResult:
     semantic = None if threshold is None else SemanticRequest(threshold, 20e6, upload=upload)
     return generate(
@@ -71,6 +75,7 @@ def _run(
         SamplingParams(max_new_tokens=max_new),
         DraftOptions(sid),
         StaticWindow(GAMMA),
+        clock=clock,
         semantic=semantic,
     )
 
@@ -139,9 +144,12 @@ def test_auto_picks_fh_when_the_handshake_rtt_is_above_10_ms(
 ) -> None:
     engine = VerificationEngine(target, rules=semantic_rules(draft_coordinate_head()))
     verifier: Any = LocalVerifier(engine)
+    clock: Callable[[], float] = time.perf_counter  # 24 ms of link: on a loaded machine more
     if rtt_ms:
         verifier = EmulatedLinkVerifier(verifier, LinkEmulation(rtt_ms), np.random.default_rng(0))
-    result = _run(verifier, draft_model, 12, "auto", max_new=6)
+    else:  # in process, 1 ms a reading: an open on a loaded machine took 13 ms (CI-like run)
+        clock = itertools.count(0.0, 1e-3).__next__
+    result = _run(verifier, draft_model, 12, "auto", max_new=6, clock=clock)
     assert result.semantic is not None and result.semantic.upload == upload
     assert (result.semantic.handshake_rtt_s > 0.010) == (upload == "fh")
     if rtt_ms:  # FH: one uplink per round, each carrying the hidden states
