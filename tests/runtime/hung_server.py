@@ -85,3 +85,16 @@ def hung_servicer(health_hangs: bool = True, opens: bool = False) -> Iterator[tu
     finally:
         release.set()
         server.stop(grace=0)
+
+
+def assert_deadlines(
+    servicer: _Silent, expected_s: tuple[float, ...], slack_s: float = 0.8, wire_s: float = 0.1
+) -> None:
+    """Each call's deadline as the server had it, one per call in order: at most ``slack_s``
+    below ``expected_s`` (the call's way to the server on a loaded machine), at most
+    ``wire_s`` above (the deadline's encoding on the wire)."""
+    got = servicer.remaining_s
+    assert len(got) == len(expected_s), (got, expected_s)
+    for remaining_s, want_s in zip(got, expected_s, strict=True):
+        assert remaining_s is not None and -slack_s < remaining_s - want_s < wire_s, (
+            got, expected_s)  # fmt: skip

@@ -30,7 +30,7 @@ from edgespec.runtime.wire.drafter_clients import drafter_clients
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.conftest import start_server
-from tests.runtime.hung_server import VOCAB_SIZE, hung_server
+from tests.runtime.hung_server import VOCAB_SIZE, assert_deadlines, hung_server, hung_servicer
 from tests.runtime.wrapped_target import SlowPasses
 
 LONG = tuple((7 * i + 3) % 64 for i in range(40))
@@ -144,7 +144,7 @@ def test_the_close_is_sent_to_a_silent_server_too(capsys: pytest.CaptureFixture[
 def test_the_last_sending_waits_only_what_is_left_of_the_progress_time() -> None:
     """Calls of 2 s against a progress time of 2.5 s on a silent server: the resend waits
     0.5 s and the generation gives up at 2.5 s, not 4 s (a whole request timeout)."""
-    with hung_server(health_hangs=False, opens=True) as (address, calls):
+    with hung_servicer(health_hangs=False, opens=True) as (address, servicer):
         verifier = RemoteVerifier(address, timeout_s=2.0, close_timeout_s=0.2)
         options = DraftOptions("s", progress=ProgressBudget(timeout_s=2.5))
         sampling = SamplingParams(max_new_tokens=4)
@@ -155,5 +155,6 @@ def test_the_last_sending_waits_only_what_is_left_of_the_progress_time() -> None
             took_s = time.monotonic() - start
         finally:
             verifier.close_channel()
-    assert calls == ["OpenSession", "Verify", "Verify", "CloseSession"]
-    assert 2.5 <= took_s < 3.5  # the close waits 0.2 s more
+    assert servicer.calls == ["OpenSession", "Verify", "Verify", "CloseSession"]
+    assert_deadlines(servicer, (2.0, 2.0, 0.5, 0.2))  # the resend: what is left of 2.5 s
+    assert 2.5 <= took_s < 4.0  # it took 4 s and more: a whole call for the resend

@@ -21,7 +21,7 @@ from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.conftest import start_server
-from tests.runtime.hung_server import hung_server
+from tests.runtime.hung_server import assert_deadlines, hung_servicer
 from tests.runtime.stage_lines import without_stages
 from tests.runtime.wrapped_target import SlowPasses
 
@@ -78,7 +78,7 @@ def test_a_call_unanswered_past_the_progress_time_fails_the_run(
 def test_no_sending_waits_past_the_progress_time(batched: BatchedDraftModel) -> None:
     """Calls of 2 s against a progress time of 2.5 s on a silent server: the resend waits
     0.5 s and the run fails at 2.5 s, not 4 s (a whole ``--timeout-s``)."""
-    with hung_server(health_hangs=False, opens=True) as (address, calls):
+    with hung_servicer(health_hangs=False, opens=True) as (address, servicer):
         verifier = RemoteVerifier(address, timeout_s=2.0, close_timeout_s=0.2)
         start = time.monotonic()
         try:
@@ -91,8 +91,9 @@ def test_no_sending_waits_past_the_progress_time(batched: BatchedDraftModel) -> 
         finally:
             verifier.close_channel()
     assert info.value.past_deadline
-    assert calls == ["OpenSession", "Verify", "Verify", "CloseSession"]
-    assert 2.5 <= took_s < 3.5  # the close waits 0.2 s more
+    assert servicer.calls == ["OpenSession", "Verify", "Verify", "CloseSession"]
+    assert_deadlines(servicer, (2.0, 2.0, 0.5, 0.2))  # the resend: what is left of 2.5 s
+    assert 2.5 <= took_s < 4.0  # it took 4 s and more: a whole call for the resend
 
 
 def test_the_command_counts_the_calls_it_sent_again(
