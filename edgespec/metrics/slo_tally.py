@@ -126,9 +126,12 @@ class SloTally:
 
 
 def _class_stats(name: str, tally: _ClassTally, unfinished_counted: bool) -> SloClassStats:
-    least, most = attainment_bounds(tally.num_met, tally.num_with_target,
-                                    tally.num_unfinished_with_target,
-                                    tally.num_unfinished_missed)  # fmt: skip
+    with_target, missed = tally.num_unfinished_with_target, tally.num_unfinished_missed
+    least, most = (
+        attainment_bounds(tally.num_met, tally.num_with_target, with_target, missed)
+        if unfinished_counted
+        else (None, None)
+    )
     return SloClassStats(
         slo_class=name,
         target_tokens_per_s=None if tally.mixed_targets else tally.target,
@@ -136,8 +139,8 @@ def _class_stats(name: str, tally: _ClassTally, unfinished_counted: bool) -> Slo
         num_with_target=tally.num_with_target,
         num_met=tally.num_met,
         attainment=ratio(tally.num_met, tally.num_with_target),
-        num_unfinished_with_target=tally.num_unfinished_with_target if unfinished_counted else None,
-        num_unfinished_missed=tally.num_unfinished_missed if unfinished_counted else None,
-        attainment_at_least=least if unfinished_counted else None,
-        attainment_at_most=most if unfinished_counted else None,
+        num_unfinished_with_target=with_target if unfinished_counted else None,
+        num_unfinished_missed=missed if unfinished_counted else None,
+        attainment_at_least=least,
+        attainment_at_most=most,
     )

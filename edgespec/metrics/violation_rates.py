@@ -55,13 +55,12 @@ def class_violation_rate(
 
     def rate(metrics: SystemMetrics) -> float:
         stats = metrics.slo_class(slo_class)
-        missed = stats.num_unfinished_missed
-        if count_sure_misses and missed is None:
+        missed = stats.num_unfinished_missed if count_sure_misses else 0
+        if missed is None:
             raise ValueError(
                 f"SLO violation rate of class {slo_class!r}'s decided requests undefined: the "
                 "unfinished requests were not counted"
             )
-        missed = missed if count_sure_misses and missed is not None else 0
         if stats.num_with_target + missed == 0:
             raise ValueError(
                 f"SLO violation rate undefined for class {slo_class!r}: "

@@ -16,7 +16,7 @@ WARM_UP_TOKENS = 8
 def warm_up(target: TargetBackend, num_tokens: int = WARM_UP_TOKENS) -> None:
     """One cold start of ``num_tokens`` tokens and one decode step after it, their outputs
     and KV state dropped: nothing of a session's is touched."""
-    ids = tuple(i % target.vocab_size for i in range(1, num_tokens + 1))
+    ids = _context_ids(target.vocab_size, num_tokens)
     cold = target.forward([ForwardItem(None, 0, ids, 1)])[0]
     target.forward([ForwardItem(cold.kv, num_tokens, ids[:1], 1)])
 
@@ -27,6 +27,10 @@ def warm_up_drafter(
     """Two greedy tokens drafted after a context of ``num_tokens`` ids below
     ``vocab_size``, then the drafter's state forgotten (a drafter made for this alone: each
     request gets its own)."""
-    ids = tuple(i % vocab_size for i in range(1, num_tokens + 1))
-    drafter.propose(ids, 2, 0.0, np.random.default_rng(0))
+    drafter.propose(_context_ids(vocab_size, num_tokens), 2, 0.0, np.random.default_rng(0))
     drafter.reset()
+
+
+def _context_ids(vocab_size: int, num_tokens: int) -> tuple[int, ...]:
+    """A warm-up's context: ids 1, 2, … (modulo ``vocab_size``), ``num_tokens`` of them."""
+    return tuple(i % vocab_size for i in range(1, num_tokens + 1))
