@@ -39,11 +39,6 @@ def wisp_design(shapes: Sequence[BatchShape]) -> FloatArray:
     )
 
 
-def zhu_design(total_flops: Sequence[float]) -> FloatArray:
-    """Rows [F·b, 1] for Eq. 17."""
-    return np.array([[f, 1.0] for f in total_flops], dtype=np.float64)
-
-
 def ols(x: FloatArray, y: FloatArray) -> FloatArray:
     """Least-squares coefficients of y ≈ x·β. Columns are scaled to unit norm before the
     solve (N_interactions is ~10⁶× N_linear), then unscaled."""

@@ -213,15 +213,6 @@ def one_torch_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def run_predictor_claims(plan: PredictorPlan, rule: LateRule) -> dict[str, Any]:
-    """What W6, W7 and W10 are computed from, WISP's batching under the late-request
-    ``rule`` (W8's runs are :func:`edgespec.reproduce.wisp.table6.run_table6`): the study
-    (:func:`run_predictor_study`), then W7's runs (:func:`acceptance_rows`)."""
-    results = run_predictor_study(plan)
-    results["acceptance"] = acceptance_rows(plan, results["point"], rule)
-    return results
-
-
 def run_predictor_study(plan: PredictorPlan) -> dict[str, Any]:
     """The predictor study (W6, Theorem 1, W10) and our MLP's held-out operating point:
     ``{"study", "point"}``. Seeded end to end: the request split, the searches and the

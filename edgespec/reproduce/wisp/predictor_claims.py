@@ -1,5 +1,6 @@
 """Claim rows W7 and W8 (W6, W10 and Theorem 1's check in :mod:`study_claims`) from
-:func:`edgespec.reproduce.wisp.predictor.run_predictor_claims`'s results, each with the known
+:func:`edgespec.reproduce.wisp.predictor.run_predictor_study`'s results and W7's
+:func:`~edgespec.reproduce.wisp.predictor.acceptance_rows`, each with the known
 cause of its miss (docs/REPRODUCE.md). A quick plan's W6, W7 and W8 magnitudes are marked
 as its own and not compared with the paper's: it trains one MLP for 8 epochs and runs W7/W8
 for 60 s on 60-token outputs, and they come out otherwise than the full run's (REPRODUCE.md,
