@@ -1,12 +1,13 @@
 """Logits → next-token distribution, shared by target verification and drafters (a token
 is drawn from it with :func:`edgespec.core.speculative.sample_token`), the target's rows
 computed as a verification reads them (:class:`TargetProbs`), and the compact distribution
-a sampling drafter draws from and sends (:func:`draft_sample`)."""
+a sampling drafter draws from and sends (:func:`draft_sample`; :func:`point_masses` for a
+token proposed for certain, as prompt lookup proposes it)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -197,3 +198,13 @@ def draft_sample(
     q = np.zeros(vocab_size, dtype=np.float32)
     q[ids] = values
     return int(ids[sample_token(values, rng)]), q
+
+
+def point_masses(token_ids: Sequence[int], vocab_size: int) -> npt.NDArray[np.float32]:
+    """q of tokens proposed for certain (prompt lookup's): one row per token, 1 at its id
+    over the target's ``vocab_size`` tokens, 0 elsewhere. Exact for stochastic
+    verification, which accepts such a token with the target's probability of it and on a
+    rejection draws from the target's row without it."""
+    rows = np.zeros((len(token_ids), vocab_size), dtype=np.float32)
+    rows[np.arange(len(token_ids)), list(token_ids)] = 1.0
+    return rows

@@ -106,6 +106,22 @@ def test_sampling_gives_a_distribution_over_kept_tokens_only() -> None:
     assert float(proposal.probs[:, outside].sum()) == 0.0
 
 
+def test_with_lookup_a_sampled_block_proposes_looked_up_tokens_for_certain() -> None:
+    """Sampling with ``lookup``, a looked-up token is drafted as greedily: its q is a point
+    mass (stochastic verification then accepts it with the target's probability)."""
+    ids, feats = _sequence(12, seed=3)
+    ids[10:12] = ids[3:5]  # the last 2-gram occurred at 3..4: lookup proposes ids[5], ids[6]
+    blocks = []
+    for temperature in (0.0, 0.8):
+        drafter = FeatureDraft(_net(), lookup=True)
+        drafter.observe_target_hidden(0, feats[:11].numpy())
+        blocks.append(drafter.propose(ids, 2, temperature, np.random.default_rng(4)))
+    greedy, sampled = blocks
+    assert sampled.token_ids == greedy.token_ids == (ids[5], ids[6])
+    assert greedy.probs is None and sampled.probs is not None
+    np.testing.assert_array_equal(sampled.probs, np.eye(VOCAB, dtype=np.float32)[[ids[5], ids[6]]])
+
+
 def test_observe_rejects_gaps_and_wrong_width() -> None:
     drafter = FeatureDraft(_net())
     with pytest.raises(ValueError, match="start at 3, but only 0 known"):

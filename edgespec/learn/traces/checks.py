@@ -68,8 +68,8 @@ def check_args(args: argparse.Namespace) -> str | None:
 
 
 def _temperature_problem(args: argparse.Namespace) -> str | None:
-    """``--temperature``: a temperature the runtime samples at, and a draft that samples (a
-    chain without ``--lookup``: a token tree is verified greedily, lookup drafts greedily)."""
+    """``--temperature``: a temperature the runtime samples at, and a chain draft (a token
+    tree is verified greedily)."""
     from edgespec.core.types import SamplingParams
 
     try:
@@ -81,11 +81,6 @@ def _temperature_problem(args: argparse.Namespace) -> str | None:
         return f"{flags}: a cut of a sampled row; give --temperature > 0"
     if args.temperature > 0 and args.tree is not None:
         return "--temperature > 0 needs a chain draft: a token tree is verified greedily (--tree)"
-    if args.temperature > 0 and args.lookup:
-        return (
-            "--temperature > 0 needs a draft that samples: --lookup drafts greedily (a "
-            "looked-up token has no draft probability)"
-        )
     return None
 
 

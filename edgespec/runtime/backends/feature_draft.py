@@ -22,14 +22,15 @@ from edgespec.models.feature_draft import FeatureDraftNet
 from edgespec.runtime.backends.base import DraftProposal, common_prefix_length
 from edgespec.runtime.backends.draft_shaping import DraftShaping, TokenColumns
 from edgespec.runtime.backends.ngram import suffix_match_next
-from edgespec.runtime.sampling import draft_sample, logits_to_probs
+from edgespec.runtime.sampling import draft_sample, logits_to_probs, point_masses
 
 
 class FeatureDraft:
     """:class:`~edgespec.runtime.backends.base.FeatureDraftBackend` over a feature draft.
 
     With ``lookup``, a drafted position takes the prompt-lookup token when the context's
-    last ``min_ngram``..``max_ngram`` tokens occurred earlier (greedy only).
+    last ``min_ngram``..``max_ngram`` tokens occurred earlier (sampling: for certain, its q
+    a point mass).
     ``last_logits`` holds the previous call's γ × K draft logits (none in fallback rounds).
     """
 
@@ -126,9 +127,8 @@ class FeatureDraft:
             tokens = [int(context[-1])]
         self.last_logits = None
         probs = None
-        if temperature > 0:  # a point mass: exact for stochastic verification
-            probs = np.zeros((len(tokens), self._net.config.target_vocab_size), np.float32)
-            probs[np.arange(len(tokens)), tokens] = 1.0
+        if temperature > 0:  # point masses: exact for stochastic verification
+            probs = point_masses(tokens, self._net.config.target_vocab_size)
         return DraftProposal(token_ids=tuple(tokens), probs=probs)
 
     @torch.inference_mode()
@@ -142,8 +142,6 @@ class FeatureDraft:
     ) -> DraftProposal:
         if not context:
             raise ValueError("draft context must hold at least one token")
-        if temperature > 0 and self._lookup:
-            raise ValueError("FeatureDraft with lookup drafts greedily; disable lookup to sample")
         if not self._extend(context):
             return self._fallback(context, gamma, temperature)
         assert self._keys is not None and self._values is not None and self._last is not None
@@ -183,6 +181,13 @@ class FeatureDraft:
         """The token drafted after ``seq`` from the head's K ``logits`` (shaped by
         ``shaping`` when given); a sampled token's q is added to ``prob_rows``."""
         row = logits.numpy()
+        looked_up = (
+            suffix_match_next(seq, self._max_ngram, self._min_ngram) if self._lookup else None
+        )
+        if looked_up is not None:  # sampling: proposed for certain, q a point mass
+            if temperature > 0:
+                prob_rows.append(point_masses((looked_up,), self._net.config.target_vocab_size)[0])
+            return looked_up
         if temperature > 0:
             probs = (
                 logits_to_probs(row[None, :], temperature)[0]
@@ -194,10 +199,6 @@ class FeatureDraft:
             )
             prob_rows.append(q)
             return token
-        if self._lookup:
-            looked_up = suffix_match_next(seq, self._max_ngram, self._min_ngram)
-            if looked_up is not None:
-                return looked_up
         if shaping is not None and shaping.moves_logits:
             return int(self._columns().target_ids[shaping.argmax(row, seq, self._columns())])
         return int(self._net.draft_to_target[int(torch.argmax(logits))])

@@ -1,6 +1,7 @@
 """The neural draft with prompt lookup first (:class:`HybridDraft`): at each drafted
 position the token that followed the context's last n-gram, where one is found, else the
-neural draft's argmax (shaped as the request asks)."""
+neural draft's choice (its argmax, or when sampling a draw from its distribution; shaped as
+the request asks)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,17 @@ import torch
 from edgespec.runtime.backends.draft_shaping import DraftShaping
 from edgespec.runtime.backends.ngram import suffix_match_next
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
+from edgespec.runtime.sampling import point_masses
 
 
 class HybridDraft(TransformersDraft):
     """Neural draft with prompt lookup: at each drafted position, if the last
     ``min_ngram``..``max_ngram`` tokens occurred earlier in the context (or the draft so far),
-    propose the token that followed them; otherwise the neural draft's argmax. Greedy only
-    (a lookup token has no draft probability); the neural model still runs every step, so
+    propose the token that followed them; otherwise the neural draft's argmax, or when
+    sampling a token drawn from the draft's distribution. Sampling, a looked-up token is
+    proposed for certain: its q is a point mass (:func:`~edgespec.runtime.sampling.point_masses`),
+    which stochastic verification accepts with the target's probability of it, so the output
+    keeps the target's distribution. The neural model still runs every step, so
     ``last_logits`` and its cache stay in step.
 
     With a stop predictor (:meth:`propose_until_stop`) the predictor is asked at every
@@ -43,11 +48,6 @@ class HybridDraft(TransformersDraft):
             "judge the draft's hidden state of another token"
         )
 
-    def _check_call(self, context: Sequence[int], temperature: float) -> None:
-        if temperature > 0:
-            raise ValueError("HybridDraft drafts greedily; use TransformersDraft for sampling")
-        super()._check_call(context, temperature)
-
     def _next(
         self,
         seq: Sequence[int],
@@ -57,9 +57,11 @@ class HybridDraft(TransformersDraft):
         shaping: DraftShaping | None,
     ) -> tuple[int, npt.NDArray[np.float32] | None]:
         looked_up = suffix_match_next(seq, self._max_ngram, self._min_ngram)
-        if looked_up is not None:
-            return looked_up, None
-        return super()._next(seq, row, temperature, rng, shaping)
+        if looked_up is None:
+            return super()._next(seq, row, temperature, rng, shaping)
+        if temperature > 0:
+            return looked_up, point_masses((looked_up,), self._q_width(row))[0]
+        return looked_up, None
 
     def _lookup_or_argmax(self, seq: Sequence[int], row: torch.Tensor) -> int:
         """The token after ``seq``: prompt lookup's if it finds one, else the draft's argmax

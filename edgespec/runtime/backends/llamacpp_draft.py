@@ -5,8 +5,9 @@ One llama.cpp context of one sequence (:class:`~edgespec.runtime.backends.llamac
 LlamaContext`, same configuration as the target's). Each call trims the sequence back to the
 longest common prefix with the new context (``llama_memory_seq_rm``), decodes the context
 tokens not yet cached in one block with logits for the last only, then γ − 1 single-token
-steps. Greedy drafts take the argmax (or, with ``lookup``, prompt lookup first, as
-:class:`~edgespec.runtime.backends.hybrid_draft.HybridDraft`); sampled drafts draw from
+steps. With ``lookup``, prompt lookup comes first, as in
+:class:`~edgespec.runtime.backends.hybrid_draft.HybridDraft` (a looked-up token's q a point
+mass when sampling). Otherwise greedy drafts take the argmax and sampled drafts draw from
 the softmax at the temperature and return q over the target's vocabulary, both after the
 request's shaping (:mod:`.draft_shaping`: its bias, penalties and cuts). A stop predictor
 can end a block (:meth:`LlamaCppDraft.propose_until_stop`), as for the transformers drafts.
@@ -27,7 +28,7 @@ from edgespec.runtime.backends.base import DraftProposal, common_prefix_length
 from edgespec.runtime.backends.draft_shaping import DraftShaping
 from edgespec.runtime.backends.llamacpp_context import LlamaContext, LlamaCppSettings
 from edgespec.runtime.backends.ngram import suffix_match_next
-from edgespec.runtime.sampling import draft_sample, logits_to_probs
+from edgespec.runtime.sampling import draft_sample, logits_to_probs, point_masses
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +129,11 @@ class LlamaCppDraft:
     ) -> tuple[int, npt.NDArray[np.float32] | None]:  # fmt: skip
         """The token drafted after ``seq`` from ``row`` (shaped by ``shaping`` when given)
         and its q (``None`` when greedy)."""
+        looked_up = suffix_match_next(seq, 8, 2) if self._lookup else None
+        if looked_up is not None:  # sampling: proposed for certain, q a point mass
+            return looked_up, point_masses((looked_up,), self._vocab)[
+                0
+            ] if temperature > 0 else None
         if temperature > 0:
             probs = (
                 logits_to_probs(row[None, :], temperature)[0]
@@ -135,9 +141,6 @@ class LlamaCppDraft:
                 else shaping.probs(row, seq, temperature)
             )
             return draft_sample(probs, rng, self._vocab)
-        looked_up = suffix_match_next(seq, 8, 2) if self._lookup else None
-        if looked_up is not None:
-            return looked_up, None
         if shaping is not None and shaping.moves_logits:
             return shaping.argmax(row, seq), None
         return int(np.argmax(row)), None
@@ -153,8 +156,6 @@ class LlamaCppDraft:
     ) -> DraftProposal:
         if not context:
             raise ValueError("draft context must hold at least one token")
-        if self._lookup and temperature > 0:
-            raise ValueError("prompt lookup drafts greedily; drop --lookup for sampling")
         if len(context) + gamma > self._ctx.context_tokens:
             raise ValueError(
                 f"{len(context)} context + {gamma} draft tokens exceed the llama.cpp "

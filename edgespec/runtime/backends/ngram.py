@@ -10,6 +10,7 @@ import numpy as np
 
 from edgespec.runtime.backends.base import DraftProposal
 from edgespec.runtime.backends.draft_shaping import DraftShaping
+from edgespec.runtime.sampling import point_masses
 
 
 def suffix_match_next(seq: Sequence[int], max_ngram: int, min_ngram: int) -> int | None:
@@ -58,8 +59,5 @@ class NgramDrafter:
             looked_up = suffix_match_next(seq, self.max_ngram, 1)
             tokens.append(seq[-1] if looked_up is None else looked_up)
             seq.append(tokens[-1])
-        probs = None
-        if self.vocab_size is not None:
-            probs = np.zeros((gamma, self.vocab_size), dtype=np.float32)
-            probs[np.arange(gamma), tokens] = 1.0
+        probs = None if self.vocab_size is None else point_masses(tokens, self.vocab_size)
         return DraftProposal(token_ids=tuple(tokens), probs=probs)

@@ -177,9 +177,13 @@ class TransformersDraft:
             else shaping.probs(host, seq, temperature, columns)
         )
         if columns is None:
-            return draft_sample(probs, rng, probs.shape[0])
-        vocab_size = int(self._model.config.vocab_size)
-        return draft_sample(probs, rng, vocab_size, columns.target_ids)
+            return draft_sample(probs, rng, self._q_width(row))
+        return draft_sample(probs, rng, self._q_width(row), columns.target_ids)
+
+    def _q_width(self, row: torch.Tensor) -> int:
+        """How many tokens a sampled q row spans: the target's vocabulary, the width of the
+        draft's logit ``row`` (over the target's ids) or a trimmed draft's configured one."""
+        return int(self._model.config.vocab_size) if self._trimmed else int(row.shape[0])
 
     @torch.inference_mode()
     def propose(
@@ -213,10 +217,6 @@ class TransformersDraft:
             return None
         return "it overrides propose: it drafts no single chain"
 
-    def _check_call(self, context: Sequence[int], temperature: float) -> None:
-        if not context:
-            raise ValueError("draft context must hold at least one token")
-
     def _next(
         self,
         seq: Sequence[int],
@@ -245,7 +245,8 @@ class TransformersDraft:
     ) -> DraftProposal:
         """Draft up to ``gamma`` tokens one forward at a time; with ``stop``, end at its
         first rejection (that position's forward is run, its token is not drafted)."""
-        self._check_call(context, temperature)
+        if not context:
+            raise ValueError("draft context must hold at least one token")
         pending = self._sync(context)
         seq = list(context)
         tokens: list[int] = []

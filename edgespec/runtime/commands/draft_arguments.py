@@ -154,7 +154,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--lookup",
         action="store_true",
-        help="prompt lookup first, the draft model where it finds nothing (greedy only)",
+        help="prompt lookup first, the draft model where it finds nothing (sampling too)",
     )
     parser.add_argument(
         "--tree",

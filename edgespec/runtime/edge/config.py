@@ -154,10 +154,6 @@ class DrafterConfig:
             raise ConfigError("client_id", problem)
         if self.lookup and self.draft == "ngram":
             raise ConfigError("lookup", "needs a neural draft model (ngram is lookup alone)")
-        if self.lookup and self.temperature > 0:
-            raise ConfigError(
-                "lookup", f"drafts greedily: needs temperature 0, got {self.temperature}"
-            )
         if self.tree is not None:
             self._validate_tree()
         if self.tree_max_nodes < 1:

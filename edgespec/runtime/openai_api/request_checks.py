@@ -1,8 +1,8 @@
 """What the endpoint refuses of a request before it waits for a worker, against what the
 drafter and the servers can do (:func:`~.generation.prepare` calls them): a mode the
-endpoint cannot run, sampling the drafter drafts greedily only, an SLO class the servers
-lack, a prompt and ``max_tokens`` beyond the target's context. Each refusal is a 400
-naming the field."""
+endpoint cannot run, sampling where the drafter drafts token trees (verified greedily
+only), an SLO class the servers lack, a prompt and ``max_tokens`` beyond the target's
+context. Each refusal is a 400 naming the field."""
 
 from __future__ import annotations
 
@@ -34,16 +34,11 @@ def check_mode(config: Any, drafts: bool, request: ParsedRequest) -> None:
 
 def check_sampling(config: Any, request: ParsedRequest) -> None:
     """What the drafter cannot do for this request, refused before it waits for a worker:
-    sampling with a token tree or with prompt lookup (both greedy only)."""
-    if request.sampling.temperature == 0:
-        return
-    drafts = ("token trees (--tree), which are verified" if config.tree is not None
-              else "with prompt lookup (--lookup), which drafts" if config.lookup
-              else None)  # fmt: skip
-    if drafts is not None:
+    sampling with a token tree (verified greedily only)."""
+    if request.sampling.temperature > 0 and config.tree is not None:
         raise invalid(f"temperature {request.sampling.temperature:g}: this endpoint drafts "
-                      f"{drafts} greedily only: use temperature 0", param="temperature",
-                      code="unsupported_value")  # fmt: skip
+                      "token trees (--tree), which are verified greedily only: use "
+                      "temperature 0", param="temperature", code="unsupported_value")  # fmt: skip
 
 
 def check_slo_class(classes: frozenset[str] | None, request: ParsedRequest) -> None:

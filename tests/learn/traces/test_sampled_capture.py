@@ -19,7 +19,8 @@ from edgespec.learn.traces.records import TraceRecord, read_trace
 from edgespec.learn.traces.replay import replay_accepted_lengths
 from edgespec.learn.traces.settings import CaptureSettings, PairInfo
 from edgespec.runtime.backends.base import ForwardItem
-from edgespec.runtime.backends.ngram import NgramDrafter
+from edgespec.runtime.backends.hybrid_draft import HybridDraft
+from edgespec.runtime.backends.ngram import NgramDrafter, suffix_match_next
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.sampling import logits_to_probs
@@ -69,6 +70,26 @@ def test_a_lookup_drafts_alpha_is_the_targets_probability_of_its_token(top_k: in
         assert alphas[j] == pytest.approx(expected, rel=1e-9)
     if top_k:
         assert 0.0 in alphas
+
+
+def test_a_hybrid_drafts_alpha_is_the_lookups_where_it_looks_up_and_the_models_elsewhere() -> None:
+    """The trimmed draft with prompt lookup first, sampling: a looked-up token is proposed
+    for certain (α the target's probability of it, a row of one entry), any other drawn
+    from the draft's own distribution (α and entries those of the draft alone)."""
+    target = TransformersTarget(tiny_target())
+    model = tiny_draft(list(range(1, VOCAB, 2)))
+    prompt, output = (2, 5, 6, 7, 5, 6), (7, 5, 9, 7)
+    sampling = SamplingParams(temperature=0.7)
+    hybrid = acceptance_probabilities(HybridDraft(model), target, prompt, output, sampling)
+    alone = acceptance_probabilities(TransformersDraft(model), target, prompt, output, sampling)
+    looked_up = [suffix_match_next((*prompt, *output[:j]), 8, 2) for j in range(len(output))]
+    assert looked_up == [7, 5, 6, None]  # (5, 6) → 7, (6, 7) → 5, (7, 5) → 6; (5, 9) unseen
+    for j, token in enumerate(looked_up[:3]):
+        row = target.forward([ForwardItem(None, 0, (*prompt, *output[:j]), 1)])[0].logits
+        assert hybrid.alphas[j] == pytest.approx(logits_to_probs(row, 0.7)[0][token], rel=1e-9)
+    assert hybrid.row_entries[:3] == (1, 1, 1)
+    assert hybrid.alphas[3] == pytest.approx(alone.alphas[3], rel=1e-6)
+    assert hybrid.row_entries[3] == alone.row_entries[3] > 1
 
 
 def test_the_target_rows_in_passes_are_those_of_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -208,11 +229,6 @@ def test_the_command_samples_and_reports_the_expected_acceptance(
         (
             ["--temperature", "0.8", "--tree", "2,1"],
             "--temperature > 0 needs a chain draft: a token tree is verified greedily (--tree)",
-        ),
-        (
-            ["--temperature", "0.8", "--lookup"],
-            "--temperature > 0 needs a draft that samples: --lookup drafts greedily (a "
-            "looked-up token has no draft probability)",
         ),
     ],
 )

@@ -234,6 +234,26 @@ def test_the_drafter_trims_to_the_common_prefix_and_matches_the_target(
         LlamaCppDraft(LlamaCppSettings(tiny_gguf(0), 1, 256), vocab_size=VOCAB - 1)
 
 
+def test_with_lookup_a_sampled_block_proposes_looked_up_tokens_for_certain() -> None:
+    """``lookup`` comes first when sampling too: a looked-up token's q is a point mass; a
+    position lookup finds nothing for is drawn from the draft's distribution."""
+    settings = LlamaCppSettings(tiny_gguf(0), 1, 256, threads=1)
+    context = [1, 9, 17, 33, 9, 17]  # (9, 17) → 33, (17, 33) → 9, (33, 9) → 17
+    greedy = LlamaCppDraft(settings, VOCAB, lookup=True).propose(
+        context, 3, 0.0, np.random.default_rng(0)
+    )
+    sampled = LlamaCppDraft(settings, VOCAB, lookup=True).propose(
+        context, 3, 0.8, np.random.default_rng(1)
+    )
+    assert sampled.token_ids == greedy.token_ids == (33, 9, 17)
+    assert greedy.probs is None and sampled.probs is not None
+    np.testing.assert_array_equal(sampled.probs, np.eye(VOCAB, dtype=np.float32)[[33, 9, 17]])
+    drawn = LlamaCppDraft(settings, VOCAB, lookup=True).propose(
+        [1, 9, 17], 1, 0.8, np.random.default_rng(2)
+    )
+    assert drawn.probs is not None and np.count_nonzero(drawn.probs[0]) > 1  # nothing found
+
+
 @pytest.mark.slow
 def test_gemmas_hidden_states_on_llamacpp_are_the_final_norms_output() -> None:
     """llama.cpp's embeddings of Gemma 3 270M against transformers' last hidden state (after

@@ -1,17 +1,20 @@
 """Stochastic verification reproduces the target's sampling distribution, its rows cut by
 top-k, top-p and min-p and penalized when a request asks: a model draft proposes from its
 own rows cut and penalized alike (runtime/backends/draft_shaping.py), prompt lookup from
-point masses the cuts may have dropped from the target's rows."""
+point masses the cuts may have dropped from the target's rows, and the model with lookup
+first from both in one block."""
 
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import pytest
 
 from edgespec.core.types import SamplingParams
 from edgespec.runtime.backends.base import ForwardItem
+from edgespec.runtime.backends.hybrid_draft import HybridDraft
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
@@ -40,28 +43,45 @@ FIRST_SEED = {"penalties": 10_000}
 others' (its outcomes would otherwise move with theirs)."""
 
 
-def _joint(target: TransformersTarget, cuts: dict[str, float]) -> np.ndarray:
-    """Exact P(y1, y2 | prompt) under the target at TEMPERATURE, its rows penalized and cut
-    by ``cuts``."""
+def _joint(target: TransformersTarget, cuts: dict[str, float], num_tokens: int = 2) -> np.ndarray:
+    """Exact P(y1, …, y_n | prompt) under the target at TEMPERATURE, its rows penalized and
+    cut by ``cuts``."""
     penalties: Penalties = (
         cuts.get("repetition_penalty", 1.0),
         cuts.get("frequency_penalty", 0.0),
         cuts.get("presence_penalty", 0.0),
     )
     cut = {k: v for k, v in cuts.items() if not k.endswith("_penalty")}
+    joint = np.zeros((VOCAB,) * num_tokens)
 
-    def probs(logits: np.ndarray, context: tuple[int, ...]) -> np.ndarray:
+    def fill(output: tuple[int, ...], mass: float) -> None:
+        if len(output) == num_tokens:
+            joint[output] = mass
+            return
+        context = (*PROMPT, *output)
+        logits = target.forward([ForwardItem(None, 0, context, 1)])[0].logits
         row = penalized(logits[-1], context, len(PROMPT), penalties)  # OFF: as it is
-        probs: np.ndarray = logits_to_probs(row[None, :], TEMPERATURE, **cut)[0]  # type: ignore[arg-type]
-        return probs
+        probs = logits_to_probs(row[None, :], TEMPERATURE, **cut)[0]  # type: ignore[arg-type]
+        for token in np.flatnonzero(probs):
+            fill((*output, int(token)), mass * float(probs[token]))
 
-    first = target.forward([ForwardItem(None, 0, PROMPT, 1)])[0]
-    p1 = probs(first.logits, PROMPT)
-    joint = np.zeros((VOCAB, VOCAB))
-    for y1 in range(VOCAB):
-        out = target.forward([ForwardItem(first.kv, len(PROMPT), (y1,), 1)])[0]
-        joint[y1] = p1[y1] * probs(out.logits, (*PROMPT, y1))
+    fill((), 1.0)
     return joint
+
+
+def _assert_drawn_as(counts: np.ndarray, joint: np.ndarray, num_runs: int) -> None:
+    """``counts`` of ``num_runs`` outputs are draws of ``joint``: none where it is 0, and a
+    chi-square test's p-value above 1e-3 elsewhere."""
+    assert not counts[joint == 0].any()  # no token a cut dropped is ever output
+    expected = joint[joint > 0] * num_runs
+    observed = counts[joint > 0]
+    # pool cells with small expectations so the chi-square approximation holds
+    small = expected < 5
+    exp, obs = expected[~small], observed[~small]
+    if small.any():
+        exp, obs = np.append(exp, expected[small].sum()), np.append(obs, observed[small].sum())
+    result = scipy_stats.chisquare(obs, exp)
+    assert result.pvalue > 1e-3, (result, list(itertools.islice(zip(obs, exp, strict=True), 10)))
 
 
 @pytest.mark.parametrize(
@@ -97,16 +117,43 @@ def test_two_token_distribution_matches_target(drafter_kind: str, cut: str) -> N
         counts[y1, y2] += 1
         accepted += result.request.num_accepted
     assert accepted > 0  # drafts do get accepted, so the accept path is exercised
-    assert not counts[joint == 0].any()  # no token a cut dropped is ever output
-    expected = joint[joint > 0] * num_runs  # the cut cells: none drawn (above)
-    observed = counts[joint > 0]
-    # pool cells with small expectations so the chi-square approximation holds
-    small = expected < 5
-    exp, obs = expected[~small], observed[~small]
-    if small.any():
-        exp, obs = np.append(exp, expected[small].sum()), np.append(obs, observed[small].sum())
-    result = scipy_stats.chisquare(obs, exp)
-    assert result.pvalue > 1e-3, (result, list(itertools.islice(zip(obs, exp, strict=True), 10)))
+    _assert_drawn_as(counts, joint, num_runs)
+
+
+def test_a_model_draft_with_lookup_first_keeps_the_targets_distribution() -> None:
+    """HybridDraft sampling: a block's first token drawn from the model (the prompt's last
+    token has not occurred before), its second looked up where the first repeats a prompt
+    token (a 1-gram: q a point mass) and drawn from the model elsewhere; the three tokens
+    of the output are the target's draws (with the lookup's q taken from the model instead,
+    p = 0.0)."""
+    target = TransformersTarget(tiny_llama(seed=3, vocab_size=VOCAB, logit_scale=1.5))
+    draft_model = tiny_llama(seed=4, vocab_size=VOCAB, logit_scale=1.5)
+    joint = _joint(target, {}, num_tokens=3)
+    counts = np.zeros_like(joint)
+    engine = VerificationEngine(target)
+    num_runs, certain = 1500, list[bool]()
+    for seed in range(20_000, 20_000 + num_runs):
+        drafter = _Certain(draft_model, certain)
+        sampling = SamplingParams(temperature=TEMPERATURE, max_new_tokens=3, seed=seed)
+        result = speculative_generate(target, drafter, PROMPT, 2, sampling, engine=engine)
+        counts[tuple(result.output_token_ids)] += 1
+    _assert_drawn_as(counts, joint, num_runs)
+    assert 0.2 < sum(certain) / len(certain) < 0.8  # both kinds of position, often
+
+
+class _Certain(HybridDraft):
+    """A HybridDraft on 1-grams that notes, for every drafted position, whether its q is a
+    point mass (a looked-up token)."""
+
+    def __init__(self, model: Any, certain: list[bool]) -> None:
+        super().__init__(model, max_ngram=2, min_ngram=1)
+        self._certain = certain
+
+    def _next(self, *args: Any) -> tuple[int, np.ndarray | None]:
+        token, q = super()._next(*args)
+        assert q is not None and q[token] > 0
+        self._certain.append(bool(q[token] == 1.0))
+        return token, q
 
 
 def test_stochastic_verification_is_not_greedy() -> None:

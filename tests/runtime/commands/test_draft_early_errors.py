@@ -32,12 +32,10 @@ def test_draft_against_no_server_says_what_to_check(capsys: pytest.CaptureFixtur
     assert err.endswith(" (is an `edgespec serve` running and reachable at the --server address?)")
 
 
-def test_draft_lookup_needs_a_greedy_neural_draft(capsys: pytest.CaptureFixture[str]) -> None:
+def test_draft_lookup_needs_a_neural_draft(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["draft", "--prompt-ids", "5,6", "--lookup"]
     assert main([*args, "--draft", "ngram"]) == 2
     assert "edgespec draft: --lookup: needs a neural draft model" in capsys.readouterr().err
-    assert main([*args, "--draft", "some/model", "--temperature", "0.5"]) == 2
-    assert "drafts greedily: needs temperature 0, got 0.5" in capsys.readouterr().err
 
 
 def test_draft_tree_flag_is_checked(capsys: pytest.CaptureFixture[str]) -> None:

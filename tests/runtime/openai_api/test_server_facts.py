@@ -122,19 +122,6 @@ def test_a_default_no_request_could_run_with_is_refused_at_startup(
     assert (info.value.path, info.value.message) == (field, message)
 
 
-def test_sampling_with_prompt_lookup_is_400_naming_temperature() -> None:
-    """HybridDraft drafts greedily: a sampled request was a 500 with a traceback logged."""
-    config = from_dict(DrafterConfig, {"server": "127.0.0.1:1", "draft": "tiny-draft",
-                                       "lookup": True})  # fmt: skip
-    setup = EdgeSetup(config, None, word_tokenizer(64), 64, 24, ())
-    error = _refusal(setup, temperature=0.7)
-    assert (error.status, error.param, error.code, error.message) == (
-        400, "temperature", "unsupported_value",
-        "temperature 0.7: this endpoint drafts with prompt lookup (--lookup), which drafts "
-        "greedily only: use temperature 0",
-    )  # fmt: skip
-
-
 def test_an_awc_window_over_a_small_limit_names_its_fixed_max_gamma() -> None:
     """AWC's distributed rounds reach its stabiliser's max_gamma (12), no parameter of it."""
     config = from_dict(DrafterConfig, {"server": "127.0.0.1:1", "draft": "tiny-draft"})

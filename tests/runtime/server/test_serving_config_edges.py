@@ -161,10 +161,6 @@ def test_drafter_link_settings_a_round_can_sleep(name: str, value: float, proble
         ({"temperature": float("nan")}, "'temperature': must be a finite number >= 0, got nan"),
         ({"temperature": float("inf")}, "'temperature': must be a finite number >= 0, got inf"),
         ({"lookup": True}, "'lookup': needs a neural draft model (ngram is lookup alone)"),
-        (
-            {"lookup": True, "draft": "tiny", "temperature": 0.5},
-            "'lookup': drafts greedily: needs temperature 0, got 0.5",
-        ),
         ({"tree_max_nodes": 0}, "'tree_max_nodes': must be >= 1, got 0"),
         ({"tree_min_prob": 1.0}, "'tree_min_prob': must be in [0, 1), got 1.0"),
         ({"tree_min_prob": -0.1}, "'tree_min_prob': must be in [0, 1), got -0.1"),
