@@ -96,6 +96,28 @@ def test_draft_command_streams_lossless_output(
         ] == reference
 
 
+def test_a_draft_with_lookup_samples_and_top_k_1_keeps_the_targets_greedy_output(
+    served: str, target: TransformersTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--lookup`` with ``--temperature`` (was refused): the prompt repeats, so lookup
+    proposes tokens; at top-k 1 only the target's likeliest token can be drawn, so the
+    output is its greedy decoding; the rounds accepted drafted tokens."""
+    address, model_dir = served.split("|")
+    prompt = (5, 6, 7, 5, 6, 7, 5)
+    records = tmp_path / "rounds.jsonl"
+    argv = ["draft", "--server", address, "--draft", model_dir, "--lookup", "--temperature",
+            "0.9", "--top-k", "1", "--seed", "3", "--prompt-ids", ",".join(map(str, prompt)),
+            "--max-new-tokens", "12", "--gamma", "3", "--records", str(records)]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    streamed = [
+        int(t) for t in printed.replace("[", " ").replace("]", " ").replace(",", " ").split()
+    ]
+    assert streamed == list(target_greedy_decode(target, prompt, 12))
+    request = json.loads(records.read_text().splitlines()[-1])
+    assert request["type"] == "RequestRecord" and request["num_accepted"] > 0
+
+
 def test_draft_tree_settings_reach_the_drafter(
     served: str, target: TransformersTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
