@@ -17,7 +17,9 @@ Greedy verification commits exactly the target's argmax sequence, for a chain of
 draft tokens or a tree of them (several candidates per position, one target pass). Stochastic
 verification (accept y_i with prob. min(1, p_i(y_i)/q_i(y_i)); on rejection sample from
 norm(max(0, p_i - q_i)); if all K accepted sample the bonus from p_K) leaves the output
-distributed exactly as the target's own sampling.
+distributed exactly as the target's own sampling; so does its form for a tree whose nodes
+are proposed for certain (:func:`stochastic_verify_tree`: each candidate tried in turn
+against what the target's row leaves after the ones rejected before it).
 """
 
 from __future__ import annotations
@@ -84,15 +86,80 @@ def greedy_verify_tree(
             break
         path.append(nxt)
         node = nxt
+    return _tree_result(draft_tokens, parents, path, want), tuple(path)
+
+
+def _tree_result(
+    draft_tokens: Sequence[int], parents: Sequence[int], path: Sequence[int], extra: int
+) -> VerifyResult:
+    """A tree verification's result: ``path`` the accepted nodes from the root, ``extra``
+    the token after them, ``num_drafted`` the tree's depth."""
     depth = tree_depth(parents)
-    result = VerifyResult(
+    return VerifyResult(
         num_drafted=depth,
         num_accepted=len(path),
         first_rejection=None if len(path) == depth else len(path),
-        extra_token=want,
+        extra_token=extra,
         accepted_token_ids=tuple(int(draft_tokens[i]) for i in path),
     )
-    return result, tuple(path)
+
+
+def stochastic_verify_tree(
+    draft_tokens: Sequence[int],
+    parents: Sequence[int],
+    target: DrawnRows,
+    rng: np.random.Generator,
+) -> tuple[VerifyResult, tuple[int, ...]]:
+    """Speculative sampling of a token tree whose every node is proposed for certain (its q
+    a point mass; Sequoia's sampling without replacement). ``target`` holds K + 1 rows as
+    :func:`greedy_verify_tree` orders them: row 0 the target's distribution after the
+    committed prefix, row i + 1 after node i. From the root, each child in turn is accepted
+    with its probability under r, the target's row there less the children rejected before
+    it (renormalized); a rejected child's token leaves r. The first child accepted is
+    moved to; where none is (or a node has no children), the extra token is drawn from r:
+    the whole row after an accepted leaf, the bonus. Each committed token is then
+    distributed as the target's own sampling draws it. A chain gives what
+    :func:`stochastic_verify` gives with one-hot q rows, draw for draw. Returns the
+    result (``num_drafted``: the tree's depth) and the accepted nodes in path order."""
+    check_tree(parents, len(draft_tokens))
+    kids = children(parents)
+    path: list[int] = []
+    node = -1
+    while True:
+        chosen, rest = _first_accepted(kids.get(node, ()), draft_tokens, target, node + 1, rng)
+        if chosen is None:
+            break
+        path.append(chosen)
+        node = chosen
+    return _tree_result(draft_tokens, parents, path, sample_token(rest, rng)), tuple(path)
+
+
+def _first_accepted(
+    candidates: Sequence[int],
+    draft_tokens: Sequence[int],
+    target: DrawnRows,
+    row: int,
+    rng: np.random.Generator,
+) -> tuple[int | None, FloatArray]:
+    """The first of ``candidates`` (node indices) that target ``row``'s r accepts, each
+    tried in turn (:func:`stochastic_verify_tree`); else ``None`` and r normalized, the
+    distribution the extra token is drawn from (the whole row when there are none). The
+    row is read whole only after a rejection."""
+    rest: FloatArray | None = None
+    for node in candidates:
+        token = int(draft_tokens[node])
+        accept = target.prob(row, token) if rest is None else rest[token] / rest.sum()
+        if rng.random() < accept:
+            return node, np.empty(0)
+        if rest is None:
+            rest = np.array(target.row(row), dtype=np.float64)  # a copy: the row is kept
+        rest[token] = 0.0
+    if rest is None:
+        return None, target.row(row)
+    total = float(rest.sum())
+    if total <= 1e-12:  # the rejected held all the mass: a rejection of probability 0
+        return None, target.row(row)
+    return None, np.asarray(rest / total, dtype=np.float64)
 
 
 def residual_distribution(target_probs: FloatArray, draft_probs: FloatArray) -> FloatArray:

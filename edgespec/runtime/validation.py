@@ -11,7 +11,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from edgespec.core.tree import tree_problem
-from edgespec.core.types import SamplingParams
 from edgespec.runtime.compact_probs import CompactProbs
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import VerifyCall
@@ -137,15 +136,15 @@ def check_draft_probs(call: VerifyCall, vocab: int) -> None:
             )
 
 
-def check_tree_call(call: VerifyCall, sampling: SamplingParams) -> None:
-    """A token tree's parents are well formed, and its session decodes greedily."""
+def check_tree_call(call: VerifyCall) -> None:
+    """A token tree's parents are well formed, and it carries no draft_probs (its nodes are
+    proposed for certain, greedy or sampling)."""
     assert call.draft_parents is not None
     problem = tree_problem(call.draft_parents, len(call.draft_token_ids))
     if problem is not None:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, problem)
-    if not sampling.greedy:
+    if call.draft_probs is not None:
         raise RequestError(
             ErrorCode.INVALID_ARGUMENT,
-            "draft trees are verified greedily only; session "
-            f"{call.session_id!r} samples at temperature {sampling.temperature}",
+            "a draft tree carries no draft_probs: its nodes are proposed for certain",
         )

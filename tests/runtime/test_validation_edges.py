@@ -8,7 +8,6 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from edgespec.core.types import SamplingParams
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import VerifyCall
 from edgespec.runtime.validation import (
@@ -117,16 +116,15 @@ def test_draft_probs_own_token_must_be_possible() -> None:
     check_draft_probs(_call((2, 0), [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]), 3)
 
 
-def test_tree_call_parents_and_greedy_only() -> None:
-    greedy = SamplingParams()
-    check_tree_call(_call((1, 2), None, (-1, 0)), greedy)
-    assert _message(lambda: check_tree_call(_call((1, 2), None, (-1, 1)), greedy)) == (
+def test_tree_call_parents_and_no_draft_probs() -> None:
+    check_tree_call(_call((1, 2), None, (-1, 0)))
+    assert _message(lambda: check_tree_call(_call((1, 2), None, (-1, 1)))) == (
         "draft tree node 1 has parent 1; it must be -1 or in 0..0"
     )
-    assert _message(lambda: check_tree_call(_call((1, 2), None, (-1,)), greedy)) == (
+    assert _message(lambda: check_tree_call(_call((1, 2), None, (-1,)))) == (
         "draft tree has 1 parents for 2 tokens"
     )
-    hot = SamplingParams(temperature=0.5)
-    assert _message(lambda: check_tree_call(_call((1,), None, (-1,)), hot)) == (
-        "draft trees are verified greedily only; session 's' samples at temperature 0.5"
+    q = [[0.0, 1.0, 0.0]]
+    assert _message(lambda: check_tree_call(_call((1,), q, (-1,)))) == (
+        "a draft tree carries no draft_probs: its nodes are proposed for certain"
     )

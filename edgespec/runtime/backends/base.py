@@ -131,7 +131,8 @@ class DraftProposal:
     (γ × V float32, row i used to sample token i). Deterministic drafters give one-hot q.
 
     A tree drafter sets ``parents`` (:mod:`edgespec.core.tree`): then ``token_ids`` are
-    the tree's nodes, γ is its depth, and verification is greedy only.
+    the tree's nodes, γ is its depth, and ``probs`` is ``None``: each node is proposed for
+    certain, greedy or sampling.
 
     ``num_passes``: draft forward passes run for the block; ``None`` means
     ``len(token_ids)``. A block a stop predictor ended early ran one more pass than it holds

@@ -8,8 +8,10 @@ Drafting costs the same number of draft passes as a chain of the same depth: one
 over the uncached context gives the root's candidates, then one pass per depth forwards
 all nodes of that depth together, each attending to the context and its own ancestors
 (an explicit 4-D mask over the draft's KV cache). The tree's entries are cropped from the
-cache afterwards, so the cache only ever holds committed tokens. Greedy only: the target
-verifies trees greedily (:func:`edgespec.core.speculative.greedy_verify_tree`). A request's
+cache afterwards, so the cache only ever holds committed tokens. The tree is the same
+whether the request samples or not: its nodes are proposed for certain, verified greedily
+(:func:`edgespec.core.speculative.greedy_verify_tree`) or, sampling, each candidate in turn
+against the target's row (:func:`edgespec.core.speculative.stochastic_verify_tree`). A request's
 bias and penalties are made on every node's row after its own path
 (:mod:`~edgespec.runtime.backends.draft_shaping`) before the candidates are chosen.
 """
@@ -83,8 +85,6 @@ class TreeDraft(HybridDraft):
         rng: np.random.Generator,
         shaping: DraftShaping | None = None,
     ) -> DraftProposal:
-        if temperature > 0:
-            raise ValueError("TreeDraft drafts greedily (trees are verified greedily only)")
         if not context:
             raise ValueError("draft context must hold at least one token")
         root_row = self._step(self._sync(context))

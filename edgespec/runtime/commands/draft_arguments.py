@@ -160,7 +160,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--tree",
         metavar="B1,B2,...",
         help="draft a token tree: the draft's top-B_d tokens at depth d, e.g. 2,2,1,1 "
-        "(with --lookup plus the lookup chain; greedy only)",
+        "(with --lookup plus the lookup chain)",
     )
     parser.add_argument(
         "--tree-min-prob",

@@ -276,10 +276,6 @@ class DrafterConfig:
             raise ConfigError("tree", str(exc)) from None
         if self.draft == "ngram":
             raise ConfigError("tree", "needs a neural draft model (ngram drafts chains)")
-        if self.temperature > 0:
-            raise ConfigError(
-                "tree", f"trees are verified greedily: needs temperature 0, got {self.temperature}"
-            )
 
 
 def _needs_semantic(field: str, what: str) -> ConfigError:

@@ -39,7 +39,6 @@ from edgespec.runtime.openai_api.prompts import check_vocabulary, prompt_ids, pr
 from edgespec.runtime.openai_api.request_checks import (
     check_context,
     check_mode,
-    check_sampling,
     check_slo_class,
 )
 from edgespec.runtime.openai_api.schema import Limits, ParsedRequest
@@ -113,8 +112,6 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
     against the target's context, and make its window policy (a distributed request's:
     ``n`` of them)."""
     check_mode(setup.config, setup.drafts, request)
-    if request.mode == "distributed":
-        check_sampling(setup.config, request)
     vocab = setup.vocab_size  # a stop id no round could commit, a bias on no token: 400s
     check_vocabulary(sorted(request.stop_token_ids), vocab, "stop_token_ids", "stop_token_ids")
     check_vocabulary([t for t, _ in request.sampling.logit_bias], vocab, "logit_bias", "logit_bias")

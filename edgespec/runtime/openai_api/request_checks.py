@@ -1,8 +1,7 @@
 """What the endpoint refuses of a request before it waits for a worker, against what the
 drafter and the servers can do (:func:`~.generation.prepare` calls them): a mode the
-endpoint cannot run, sampling where the drafter drafts token trees (verified greedily
-only), an SLO class the servers lack, a prompt and ``max_tokens`` beyond the target's
-context. Each refusal is a 400 naming the field."""
+endpoint cannot run, an SLO class the servers lack, a prompt and ``max_tokens`` beyond the
+target's context. Each refusal is a 400 naming the field."""
 
 from __future__ import annotations
 
@@ -30,15 +29,6 @@ def check_mode(config: Any, drafts: bool, request: ParsedRequest) -> None:
         raise invalid('edgespec.mode "centralized": this endpoint emulates a link (--link-*) '
                       "that only drafted rounds cross; ask \"distributed\"",
                       param="edgespec.mode", code="unsupported_value")  # fmt: skip
-
-
-def check_sampling(config: Any, request: ParsedRequest) -> None:
-    """What the drafter cannot do for this request, refused before it waits for a worker:
-    sampling with a token tree (verified greedily only)."""
-    if request.sampling.temperature > 0 and config.tree is not None:
-        raise invalid(f"temperature {request.sampling.temperature:g}: this endpoint drafts "
-                      "token trees (--tree), which are verified greedily only: use "
-                      "temperature 0", param="temperature", code="unsupported_value")  # fmt: skip
 
 
 def check_slo_class(classes: frozenset[str] | None, request: ParsedRequest) -> None:

@@ -23,7 +23,8 @@ session's rule at two points of every verification:
    (:mod:`edgespec.runtime.server.logits_processing`).
 
 :class:`ExactRule` (``"exact"``) is lossless: greedy chains and token trees by argmax,
-sampled chains by speculative sampling. A lossy rule is served only under its own name,
+sampled chains by speculative sampling, sampled trees (their nodes proposed for certain) by
+its form for trees. A lossy rule is served only under its own name,
 so a session gets it only by asking for it.
 
 Two optional capabilities, used by the lossy ``"semantic"`` rule
@@ -57,6 +58,7 @@ from edgespec.core.speculative import (
     greedy_verify,
     greedy_verify_tree,
     stochastic_verify_drawn,
+    stochastic_verify_tree,
 )
 from edgespec.core.types import SamplingParams, VerifyResult
 from edgespec.runtime.backends.logit_rows import LogitRows
@@ -203,7 +205,8 @@ def refuse_payloads(call: VerifyCall, rule: str, accepted: Collection[str] = ())
 @dataclass(frozen=True, slots=True)
 class ExactRule:
     """Lossless verification: greedy chains and trees by argmax, sampled chains by
-    speculative sampling with residual resampling (:mod:`edgespec.core.speculative`)."""
+    speculative sampling with residual resampling, sampled trees by
+    :func:`~edgespec.core.speculative.stochastic_verify_tree` (:mod:`edgespec.core.speculative`)."""
 
     @property
     def lossless(self) -> bool:
@@ -212,8 +215,8 @@ class ExactRule:
     def check(self, call: VerifyCall, sampling: SamplingParams, vocab_size: int) -> None:
         refuse_payloads(call, "exact")
         if call.draft_parents is not None:
-            check_tree_call(call, sampling)
-        if not sampling.greedy and call.draft_token_ids:  # an empty block needs no q
+            check_tree_call(call)
+        elif not sampling.greedy and call.draft_token_ids:  # an empty block needs no q
             check_draft_probs(call, vocab_size)
 
     def verdict(
@@ -224,8 +227,12 @@ class ExactRule:
         rng: np.random.Generator,
     ) -> Verdict:
         draft = call.draft_token_ids
-        if call.draft_parents is not None:
+        if call.draft_parents is not None and sampling.greedy:
             result, path = greedy_verify_tree(draft, call.draft_parents, list(logits.argmax()))
+            return Verdict(result, path)
+        if call.draft_parents is not None:
+            rows = _target_probs(logits.host(), sampling)
+            result, path = stochastic_verify_tree(draft, call.draft_parents, rows, rng)
             return Verdict(result, path)
         if sampling.greedy:
             return Verdict(greedy_verify(draft, list(logits.argmax())))
@@ -252,10 +259,12 @@ def _sampled_verdict(
         drawn = q.drawn()
     else:
         drawn = DenseDrawn(as_drawn(np.zeros(q_shape) if q is None else q))
-    target = TargetProbs(
-        logits, sampling.temperature, sampling.top_p, sampling.top_k, sampling.min_p
-    )
-    return stochastic_verify_drawn(draft, drawn, target, rng)
+    return stochastic_verify_drawn(draft, drawn, _target_probs(logits, sampling), rng)
+
+
+def _target_probs(logits: npt.NDArray[np.float32], sampling: SamplingParams) -> TargetProbs:
+    """The target's rows as ``sampling`` draws from them, each computed when first read."""
+    return TargetProbs(logits, sampling.temperature, sampling.top_p, sampling.top_k, sampling.min_p)
 
 
 EXACT_RULES: Mapping[str, VerificationRule] = {"exact": ExactRule()}

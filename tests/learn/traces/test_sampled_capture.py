@@ -228,7 +228,8 @@ def test_the_command_samples_and_reports_the_expected_acceptance(
         ),
         (
             ["--temperature", "0.8", "--tree", "2,1"],
-            "--temperature > 0 needs a chain draft: a token tree is verified greedily (--tree)",
+            "--temperature > 0 needs a chain draft: a sampled trace records one acceptance "
+            "probability per position, which a token tree has not (--tree)",
         ),
     ],
 )

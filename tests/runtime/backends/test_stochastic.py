@@ -18,6 +18,7 @@ from edgespec.runtime.backends.hybrid_draft import HybridDraft
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
+from edgespec.runtime.backends.tree_draft import TreeDraft
 from edgespec.runtime.sampling import logits_to_probs
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.testing import tiny_llama
@@ -139,6 +140,30 @@ def test_a_model_draft_with_lookup_first_keeps_the_targets_distribution() -> Non
         counts[tuple(result.output_token_ids)] += 1
     _assert_drawn_as(counts, joint, num_runs)
     assert 0.2 < sum(certain) / len(certain) < 0.8  # both kinds of position, often
+
+
+def test_a_sampled_token_tree_keeps_the_targets_distribution() -> None:
+    """TreeDraft sampling: three candidates at the root, proposed for certain and tried in
+    turn by the server (core.speculative.stochastic_verify_tree); the two tokens of the
+    output are the target's draws, and a candidate after the first is accepted often."""
+    target = TransformersTarget(tiny_llama(seed=3, vocab_size=VOCAB, logit_scale=1.5))
+    draft_model = tiny_llama(seed=4, vocab_size=VOCAB, logit_scale=1.5)
+    joint = _joint(target, {})
+    counts = np.zeros_like(joint)
+    engine = VerificationEngine(target)
+    tree = TreeDraft(draft_model, branching=(3,), lookup=False)
+    candidates = tree.propose(PROMPT, 1, TEMPERATURE, np.random.default_rng(0)).token_ids
+    assert len(candidates) == 3
+    num_runs, later_sibling = 1500, 0
+    for seed in range(30_000, 30_000 + num_runs):
+        drafter = TreeDraft(draft_model, branching=(3,), lookup=False)
+        sampling = SamplingParams(temperature=TEMPERATURE, max_new_tokens=2, seed=seed)
+        result = speculative_generate(target, drafter, PROMPT, 2, sampling, engine=engine)
+        y1, y2 = result.output_token_ids
+        counts[y1, y2] += 1
+        later_sibling += y1 in candidates[1:]  # drawn from the rest, it is none of them
+    _assert_drawn_as(counts, joint, num_runs)
+    assert later_sibling > num_runs // 10
 
 
 class _Certain(HybridDraft):

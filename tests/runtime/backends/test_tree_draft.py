@@ -153,8 +153,16 @@ def test_parse_branching() -> None:
         parse_branching("2,0")
     with pytest.raises(ValueError, match="comma-separated integers"):
         parse_branching("two")
-    with pytest.raises(ValueError, match="drafts greedily"):
-        TreeDraft(tiny_draft(kept=range(3, 9))).propose([1, 2], 2, 0.7, RNG)
+
+
+def test_a_sampled_requests_tree_is_the_greedy_ones_with_no_draft_probs() -> None:
+    """Sampling, the tree is drafted as for greedy decoding: its nodes are proposed for
+    certain (the server tries each in turn against the target's row), so no q is sent."""
+    model = tiny_draft(kept=range(3, 9))
+    greedy = TreeDraft(model).propose([1, 2, 1], 3, 0.0, RNG)
+    sampled = TreeDraft(model).propose([1, 2, 1], 3, 0.7, np.random.default_rng(5))
+    assert (sampled.token_ids, sampled.parents) == (greedy.token_ids, greedy.parents)
+    assert sampled.probs is None and len(set(greedy.parents or ())) < len(greedy.token_ids)
 
 
 def test_min_path_prob_prunes_unlikely_candidates() -> None:

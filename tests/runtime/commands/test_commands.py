@@ -96,16 +96,22 @@ def test_draft_command_streams_lossless_output(
         ] == reference
 
 
-def test_a_draft_with_lookup_samples_and_top_k_1_keeps_the_targets_greedy_output(
-    served: str, target: TransformersTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("flags", [["--lookup"], ["--tree", "2,2"]], ids=["lookup", "tree"])
+def test_a_draft_proposing_for_certain_samples_and_top_k_1_keeps_the_greedy_output(
+    flags: list[str],
+    served: str,
+    target: TransformersTarget,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """``--lookup`` with ``--temperature`` (was refused): the prompt repeats, so lookup
-    proposes tokens; at top-k 1 only the target's likeliest token can be drawn, so the
-    output is its greedy decoding; the rounds accepted drafted tokens."""
+    """``--lookup`` or ``--tree`` with ``--temperature`` (were refused): their tokens are
+    proposed for certain (the prompt repeats, so lookup finds them); at top-k 1 only the
+    target's likeliest token can be drawn, so the output is its greedy decoding; the rounds
+    accepted drafted tokens."""
     address, model_dir = served.split("|")
     prompt = (5, 6, 7, 5, 6, 7, 5)
     records = tmp_path / "rounds.jsonl"
-    argv = ["draft", "--server", address, "--draft", model_dir, "--lookup", "--temperature",
+    argv = ["draft", "--server", address, "--draft", model_dir, *flags, "--temperature",
             "0.9", "--top-k", "1", "--seed", "3", "--prompt-ids", ",".join(map(str, prompt)),
             "--max-new-tokens", "12", "--gamma", "3", "--records", str(records)]  # fmt: skip
     assert main(argv) == 0

@@ -12,7 +12,6 @@ import pytest
 
 from edgespec.config import from_dict
 from edgespec.runtime.edge.config import DrafterConfig
-from edgespec.runtime.openai_api.errors import ApiError
 from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.wire.server_thread import ServerThread
 from tests.runtime.openai_api.conftest import MODEL, _error, word_tokenizer
@@ -78,29 +77,6 @@ def test_an_app_whose_default_max_tokens_no_request_may_have_is_not_built() -> N
 
     with pytest.raises(ValueError, match="the default max_tokens 2048 is over the limit of 1024"):
         ApiConfig(MODEL, Defaults(max_tokens=2048))
-
-
-def test_a_tree_drafter_refuses_sampling_before_any_worker() -> None:
-    """A token tree is verified greedily: this was found once a worker drafted it, and the
-    ValueError turned into a 400 (after a wait in the queue, or a 429 under load)."""
-    from edgespec.runtime.openai_api.edge_setup import EdgeSetup
-    from edgespec.runtime.openai_api.generation import prepare
-    from edgespec.runtime.openai_api.schema import Defaults, Limits, parse_request
-
-    config = from_dict(DrafterConfig, {"server": "127.0.0.1:1", "draft": "tiny-draft",
-                                       "tree": "2,1"})  # fmt: skip
-    setup = EdgeSetup(config, None, word_tokenizer(64), 64, 24, ())
-    body = {"model": MODEL, "prompt": "w1 w2", "temperature": 0.7}
-    request = parse_request(body, False, Defaults(), Limits())
-    with pytest.raises(ApiError) as info:
-        prepare(setup, request, Limits())
-    assert (info.value.status, info.value.param, info.value.code) == (
-        400, "temperature", "unsupported_value",
-    )  # fmt: skip
-    assert info.value.message == (
-        "temperature 0.7: this endpoint drafts token trees (--tree), which are verified "
-        "greedily only: use temperature 0"
-    )
 
 
 def test_top_p_0_is_greedy_so_a_tree_drafter_takes_it_at_any_temperature() -> None:

@@ -50,25 +50,31 @@ def test_seeded_sampling_is_reproducible(client: Any) -> None:
     assert len({sample(s) for s in range(4)}) > 1
 
 
-def test_an_endpoint_drafting_with_prompt_lookup_samples(
-    grpc_server: ServerThread, draft_model: Any, target: TransformersTarget
+@pytest.mark.parametrize("settings", [{"lookup": True}, {"tree": "2,1"}], ids=["lookup", "tree"])
+def test_an_endpoint_drafting_tokens_for_certain_samples(
+    settings: dict[str, Any],
+    grpc_server: ServerThread,
+    draft_model: Any,
+    target: TransformersTarget,
 ) -> None:
-    """``--lookup`` (a sampled request was a 400): a looked-up token is proposed for certain.
-    At top_p 0 only the target's likeliest token can be drawn, so the text is its greedy
-    decoding whatever the seed; seeded draws repeat and differ from seed to seed."""
+    """``--lookup`` or ``--tree`` (a sampled request was a 400): their tokens are proposed
+    for certain. At top_k 1 only the target's likeliest token can be drawn, so the text is
+    its greedy decoding whatever the seed; seeded draws repeat and differ from seed to seed."""
     prompt = "w5 w6 w7 w5 w6 w7 w5 w6"  # repeating: prompt lookup finds its n-grams
-    api = endpoint(f"127.0.0.1:{grpc_server.port}", draft_model, TOKENIZER, lookup=True)
+    api = endpoint(f"127.0.0.1:{grpc_server.port}", draft_model, TOKENIZER, **settings)
     try:
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{api.port}/v1", api_key="unused",
                                max_retries=0, timeout=60)  # fmt: skip
 
-        def sample(seed: int, **cuts: float) -> str:
-            out = client.completions.create(model=MODEL, prompt=prompt, max_tokens=16,
-                                            temperature=1.0, seed=seed, **cuts)  # fmt: skip
+        def sample(seed: int, **cuts: int) -> str:
+            out = client.completions.create(
+                model=MODEL, prompt=prompt, max_tokens=16, temperature=1.0, seed=seed,
+                extra_body=cuts,
+            )  # fmt: skip
             return str(out.choices[0].text)
 
         expected = _oracle(target, tuple(TOKENIZER.encode(prompt)), 16)
-        assert sample(1, top_p=0) == sample(2, top_p=0) == expected
+        assert sample(1, top_k=1) == sample(2, top_k=1) == expected
         assert sample(7) == sample(7)
         assert len({sample(s) for s in range(4)}) > 1
     finally:

@@ -248,6 +248,10 @@ def _sampled_call(
     tokens = engine.session_tokens(f"s{i}")
     if plans[i].temperature == 0.0:
         return VerifyCall(f"s{i}", len(tokens), tuple(int(t) for t in rng.integers(0, VOCAB, k)))
+    if data.draw(st.booleans(), label=f"{label} tree"):  # nodes proposed for certain: no q
+        parents = tuple(int(rng.integers(-1, j)) for j in range(k))  # each under an earlier
+        draft = tuple(int(t) for t in rng.integers(0, VOCAB, k))
+        return VerifyCall(f"s{i}", len(tokens), draft, draft_parents=parents)
     probs = rng.dirichlet(np.full(VOCAB, 0.3), size=k) + 1e-6
     probs = (probs / probs.sum(axis=1, keepdims=True)).astype(np.float32)
     draft = tuple(int(rng.choice(VOCAB, p=row / row.sum())) for row in probs)

@@ -70,7 +70,7 @@ def test_session_state_rules(target: TransformersTarget) -> None:
     probs = np.full((2, 64), 1 / 64, dtype=np.float32)
     _raises(
         ErrorCode.INVALID_ARGUMENT,
-        "draft trees are verified greedily only; session 'hot' samples at temperature 0.7",
+        "a draft tree carries no draft_probs: its nodes are proposed for certain",
         engine.validate,
         VerifyCall("hot", len(PROMPT), (1, 2), probs, (-1, -1)),
         8,

@@ -185,10 +185,6 @@ def test_drafter_link_settings_a_round_can_sleep(name: str, value: float, proble
         ({"routing": {"name": "rr"}}, "'routing.name': unknown routing policy 'rr'; known: "),
         ({"tree": "2,2"}, "'tree': needs a neural draft model (ngram drafts chains)"),
         (
-            {"tree": "2,2", "draft": "tiny", "temperature": 0.5},
-            "'tree': trees are verified greedily: needs temperature 0, got 0.5",
-        ),
-        (
             {"tree": "2,x", "draft": "tiny"},
             "'tree': tree branching must be comma-separated integers, got '2,x'",
         ),

@@ -51,8 +51,9 @@ def test_engine_refuses_bad_trees(target: TransformersTarget) -> None:
     sampled = SamplingParams(temperature=0.8, max_new_tokens=8, seed=1)
     engine.open_session(SessionSpec("s", "c", (1, 2, 3), sampled))
     call = VerifyCall("s", 3, (4, 5), np.full((2, target.vocab_size), 1 / 64), (-1, -1))
-    with pytest.raises(RequestError, match="verified greedily only.*temperature 0.8"):
+    with pytest.raises(RequestError, match="a draft tree carries no draft_probs: its nodes"):
         engine.validate(call, 32)
+    engine.validate(VerifyCall("s", 3, (4, 5), draft_parents=(-1, -1)), 32)  # sampled: none
 
 
 def test_engine_keeps_only_the_accepted_branch(target: TransformersTarget) -> None:
