@@ -42,7 +42,7 @@ decoding.
   how many requests one client may have in flight; waits that end when the client leaves;
 * :mod:`.logprob_fields` — the returned tokens' log-probabilities as OpenAI shapes them;
 * :mod:`.request_checks` — what a request is refused before it waits for a worker
-  (greedy-only drafting, an SLO class, the target's context);
+  (a mode the endpoint cannot run, an SLO class, the target's context);
 * :mod:`.request_metrics` — how the admitted requests ended, by ``edgespec.mode``, their
   tokens and their seconds to the first token and to the end, on ``/metrics``;
 * :mod:`.prompt_echo` — ``echo``: the prompt's text before the completion's, with its

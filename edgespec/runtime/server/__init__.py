@@ -50,8 +50,8 @@ Engine and verification:
 * :mod:`.logits_processing` — a session's ``logit_bias`` and penalties made on its target
   rows before its rule reads them;
 * :mod:`.verification` — the ``VerificationRule`` Protocol, ``ExactRule`` (greedy chains and
-  trees, speculative sampling), ``EXACT_RULES``; the optional ``SessionRuleFactory`` and
-  ``HiddenStateRule``;
+  trees, speculative sampling of chains and trees), ``EXACT_RULES``; the optional
+  ``SessionRuleFactory`` and ``HiddenStateRule``;
 * :mod:`.semantic`, :mod:`.hidden_followup` — WISV's lossy ``"semantic"`` rule with its
   decision head, and the engine's side of the SH upload (a pass kept waiting for the draft's
   hidden states, then decided without a second forward).
