@@ -130,10 +130,10 @@ class LlamaCppDraft:
         """The token drafted after ``seq`` from ``row`` (shaped by ``shaping`` when given)
         and its q (``None`` when greedy)."""
         looked_up = suffix_match_next(seq, 8, 2) if self._lookup else None
-        if looked_up is not None:  # sampling: proposed for certain, q a point mass
-            return looked_up, point_masses((looked_up,), self._vocab)[
-                0
-            ] if temperature > 0 else None
+        if looked_up is not None and temperature > 0:  # proposed for certain: a point mass
+            return looked_up, point_masses((looked_up,), self._vocab)[0]
+        if looked_up is not None:
+            return looked_up, None
         if temperature > 0:
             probs = (
                 logits_to_probs(row[None, :], temperature)[0]

@@ -226,13 +226,15 @@ class ExactRule:
         logits: LogitRows,
         rng: np.random.Generator,
     ) -> Verdict:
-        draft = call.draft_token_ids
-        if call.draft_parents is not None and sampling.greedy:
-            result, path = greedy_verify_tree(draft, call.draft_parents, list(logits.argmax()))
-            return Verdict(result, path)
-        if call.draft_parents is not None:
-            rows = _target_probs(logits.host(), sampling)
-            result, path = stochastic_verify_tree(draft, call.draft_parents, rows, rng)
+        draft, parents = call.draft_token_ids, call.draft_parents
+        if parents is not None:
+            result, path = (
+                greedy_verify_tree(draft, parents, list(logits.argmax()))
+                if sampling.greedy
+                else stochastic_verify_tree(
+                    draft, parents, _target_probs(logits.host(), sampling), rng
+                )
+            )
             return Verdict(result, path)
         if sampling.greedy:
             return Verdict(greedy_verify(draft, list(logits.argmax())))
