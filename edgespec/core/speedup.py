@@ -1,7 +1,7 @@
-"""What speculative decoding gains, in closed form (terms: :mod:`edgespec.core.speculative`):
-one position's acceptance probability α, the expected tokens per round and the speedup over
-target-only decoding (DSD Eq. 1–2), the best γ, and per-position acceptance of recorded
-traces. The verification itself is :mod:`edgespec.core.speculative`."""
+"""What speculative decoding gains, in closed form (terms, and one position's acceptance
+probability α: :mod:`edgespec.core.speculative`): the expected tokens per round and the
+speedup over target-only decoding (DSD Eq. 1–2), the best γ, and per-position acceptance of
+recorded traces. The verification itself is :mod:`edgespec.core.speculative`."""
 
 from __future__ import annotations
 
@@ -9,13 +9,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-
-from edgespec.core.types import FloatArray
-
-
-def acceptance_probability(target_probs: FloatArray, draft_probs: FloatArray) -> float:
-    """α for one position: Σ_x min(p(x), q(x)) = 1 − TV(p, q)."""
-    return float(np.minimum(target_probs, draft_probs).sum())
 
 
 def expected_committed_tokens(alpha: float, gamma: int) -> float:

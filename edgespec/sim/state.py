@@ -57,9 +57,7 @@ class SimState:
         self.layout = layout if layout is not None else Layout.whole(len(devices), len(servers))
         self._set_modes(scenario, policies)
         # Token-tree traces replay their captured rounds, by request id.
-        self.trees: dict[str, Tree] = {
-            e.request_id: (e.tree_rounds, e.tree_depth) for e in trace if e.tree_rounds
-        }
+        self.trees: dict[str, Tree] = {e.request_id: e.tree_rounds for e in trace if e.tree_rounds}
         self.limits = [
             (
                 BatchLimits(s.max_batch_size, s.max_batch_tokens, s.kv_budget),

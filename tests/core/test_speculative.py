@@ -7,13 +7,13 @@ import pytest
 from scipy.stats import chisquare
 
 from edgespec.core.speculative import (
+    acceptance_probability,
     greedy_verify,
     residual_distribution,
     sample_token,
     stochastic_verify,
 )
 from edgespec.core.speedup import (
-    acceptance_probability,
     accepted_length_from_sequence,
     expected_accepted_length,
     expected_accepted_length_by_position,

@@ -3,6 +3,7 @@ each), one draft pass per depth, accepted lengths as captured; identical on both
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,21 @@ def test_tree_rounds_replay_as_captured_on_both_paths(tmp_path: Path) -> None:
     assert by_request["b"][2].draft_s == 0.0
 
 
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_sampled_tree_sends_its_nodes_without_draft_rows(tmp_path: Path, fast: bool) -> None:
+    """Sampled (temperature 0.8, dense draft rows: 262,144 × 4 bytes a chain token), a tree
+    round sends what a greedy one sends: its nodes are proposed for certain, no q rows."""
+    data = _scenario(tmp_path)
+    trace = Path(data["workload"]["trace"])
+    rows = [json.loads(line) for line in trace.read_text().splitlines()]
+    trace.write_text("".join(json.dumps({**row, "temperature": 0.8}) + "\n" for row in rows))
+    data["temperature"] = 0.8
+    sampled = simulate(scenario_from_dict(data, [f"fast_path={fast}"]))
+    second = next(r for r in sampled.rounds if r.request_id == "a" and r.round_index == 1)
+    assert (second.num_drafted, second.num_accepted) == (3, 1)
+    assert second.uplink_s == pytest.approx(0.010 + (64 + 4 * 3 + 4 * 3) * 1e-6)
+
+
 def test_draft_cost_is_one_pass_per_depth(tmp_path: Path) -> None:
     sim = simulate(scenario_from_dict(_scenario(tmp_path), ["fast_path=false"]))
     scenario = scenario_from_dict(_scenario(tmp_path))
@@ -81,7 +97,7 @@ def test_bad_tree_rounds_and_tree_pools_are_refused(tmp_path: Path) -> None:
     trace = Path(data["workload"]["trace"])
     good = trace.read_text()
     trace.write_text(good.replace("[6, 3, 9.0, 9.0]", "[2, 3, 9.0, 9.0]"))
-    with pytest.raises(ConfigError, match=r"rounds\[2\].*0 <= accepted <= min\(nodes, 3\)"):
+    with pytest.raises(ConfigError, match=r"rounds\[2\].*0 <= accepted <= min\(nodes, passes\)"):
         simulate(scenario_from_dict(data))
     trace.write_text(good.replace("[6, 3, 9.0, 9.0]]", "[1, 0, 9.0, 9.0]]"))
     with pytest.raises(ConfigError, match="commit 6 tokens, fewer than 7 output tokens"):

@@ -7,9 +7,11 @@ with a stop predictor) gives the output and per-round timings (and draft passes)
 drafter is asked for one token at every output position on the target's prefix, giving the
 per-position ``acceptance_seq`` and (for neural drafts) the draft-logit features. Sampled,
 ``acceptance_seq`` holds what the rounds drew and ``acceptance_prob`` each position's α
-(:func:`~edgespec.learn.traces.acceptance.sampled_flags`). Optionally the same prompt is also
-decoded by the target alone and by transformers' assisted generation (at the same
-temperature), for the speedup comparison.
+(:func:`~edgespec.learn.traces.acceptance.sampled_flags`); a sampled token tree's rounds are
+what its trace replays (its nodes are proposed for certain, and whether a position is
+accepted depends on the siblings drawn before it: no α per position). Optionally the same
+prompt is also decoded by the target alone and by transformers' assisted generation (at the
+same temperature), for the speedup comparison.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def capture_one(
     on_stage("acceptance per position")
     hidden = target_hidden_rows(target, (*prompt_ids, *output)) if wants_hidden(drafter) else None
     drawn, sampled = None, None
-    if settings.temperature > 0:
+    if settings.temperature > 0 and not isinstance(drafter, TreeDraft):
         drawn, sampled = _sampled_acceptance(target, drafter, prompt_ids, result, settings,
                                              index, hidden)  # fmt: skip
     seq, feats, after = _acceptance(drafter, prompt_ids, result, settings.gamma_max, hidden, drawn)

@@ -68,8 +68,7 @@ def check_args(args: argparse.Namespace) -> str | None:
 
 
 def _temperature_problem(args: argparse.Namespace) -> str | None:
-    """``--temperature``: a temperature the runtime samples at, and a chain draft (a sampled
-    trace's α is per position)."""
+    """``--temperature``: a temperature the runtime samples at, its cuts given with it."""
     from edgespec.core.types import SamplingParams
 
     try:
@@ -79,11 +78,6 @@ def _temperature_problem(args: argparse.Namespace) -> str | None:
     if args.temperature == 0 and given_cuts(args):
         flags = ", ".join(f"--{name.replace('_', '-')}" for name in given_cuts(args))
         return f"{flags}: a cut of a sampled row; give --temperature > 0"
-    if args.temperature > 0 and args.tree is not None:
-        return (
-            "--temperature > 0 needs a chain draft: a sampled trace records one acceptance "
-            "probability per position, which a token tree has not (--tree)"
-        )
     return None
 
 

@@ -94,7 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.0,
         help="0 (default): greedy; > 0: sample at this temperature (prompt i with seed --seed + "
         "i), acceptance_seq holding what the rounds drew and acceptance_prob each position's "
-        "acceptance probability",
+        "acceptance probability (a --tree: its rounds only)",
     )
     add_cut_arguments(parser)
     parser.add_argument(

@@ -21,7 +21,8 @@ output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
   they are computed over its K kept tokens (the others have zero probability).
 - ``rounds``: the rounds actually run at ``gamma_max`` (tokens drafted — for a token tree,
   its node count — accepted, draft and verify milliseconds, and, for a capture with a stop
-  predictor, a 5th element: the draft passes run, which count the token it stopped on), and
+  predictor or a token tree, a 5th element: the draft passes run, which count the token a
+  stop predictor stopped on, and are a tree's depth), and
   ``sd_ms`` / ``target_only_ms`` / ``assisted_ms`` wall times. ``acceptance_seq`` and
   ``draft_features`` are computed on the target's prefix, whatever the stop predictor did.
 - ``temperature``, the cuts that cut (``top_k``, ``top_p``, ``min_p``) and
@@ -34,7 +35,10 @@ output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
   mean, :class:`edgespec.core.link_delay.DraftRows`).
 - ``draft_tree``: for a token-tree drafter, its branching per depth (e.g. ``"3,3,2,1"``);
   the simulator then replays ``rounds`` as they ran (node counts verified and sent,
-  accepted lengths) instead of ``acceptance_seq``.
+  accepted lengths) instead of ``acceptance_seq``. Sampled, a tree records its temperature
+  and cuts but no ``acceptance_prob`` or ``draft_row_entries``: its nodes are proposed for
+  certain (no q rows are sent), and a node's acceptance depends on the siblings drawn
+  before it, so its rounds are what it replays.
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ PROB_DIGITS = 4
 class TraceRound:
     """One speculative round as run during capture. ``gamma``: tokens sent (verified);
     ``draft_passes``: draft forward passes run, ``None`` meaning ``gamma`` (a stop predictor
-    runs one pass more than it sends when it ends a block early)."""
+    runs one pass more than it sends when it ends a block early; a tree, one per depth)."""
 
     gamma: int
     num_accepted: int
@@ -126,10 +130,9 @@ class TraceRecord:
         SamplingParams(self.temperature, self.top_p, top_k=self.top_k, min_p=self.min_p)
         if self.temperature == 0 and cuts_on(self.top_p, self.top_k, self.min_p):
             raise ValueError(f"{self.request_id}: top_k, top_p and min_p need a temperature > 0")
-        if (self.acceptance_prob is not None) != (self.temperature > 0):
-            raise ValueError(
-                f"{self.request_id}: acceptance_prob comes with a temperature > 0, and only then"
-            )
+        if (self.acceptance_prob is not None) != (self.temperature > 0 and not self.draft_tree):
+            raise ValueError(f"{self.request_id}: acceptance_prob comes with a temperature > 0 "
+                             "and a chain draft (no draft_tree), and only then")  # fmt: skip
         if self.acceptance_prob is not None:
             if len(self.acceptance_prob) != self.output_tokens:
                 raise ValueError(
@@ -139,9 +142,10 @@ class TraceRecord:
             if not all(0.0 <= a <= 1.0 for a in self.acceptance_prob):
                 raise ValueError(f"{self.request_id}: acceptance_prob entries must be in [0, 1]")
         entries = self.draft_row_entries
-        if entries is not None and (self.temperature == 0 or len(entries) != self.output_tokens):
-            raise ValueError(f"{self.request_id}: draft_row_entries come with a temperature > 0, "
-                             "one per output token")  # fmt: skip
+        chain_rows = self.temperature > 0 and not self.draft_tree
+        if entries is not None and (not chain_rows or len(entries) != self.output_tokens):
+            raise ValueError(f"{self.request_id}: draft_row_entries come with a temperature > 0 "
+                             "and a chain draft, one per output token")  # fmt: skip
         if len(self.acceptance_seq) != self.output_tokens:
             raise ValueError(
                 f"{self.request_id}: acceptance_seq has {len(self.acceptance_seq)} entries "
@@ -196,9 +200,10 @@ def record_to_json(record: TraceRecord) -> dict[str, Any]:
         out["lossless"] = record.lossless
     if record.draft_tree is not None:
         out["draft_tree"] = record.draft_tree
-    if record.acceptance_prob is not None:
+    if record.temperature > 0:
         out["temperature"] = record.temperature
         out.update(written_cuts(record.top_p, record.top_k, record.min_p))
+    if record.acceptance_prob is not None:
         out["acceptance_prob"] = [_round(a, PROB_DIGITS) for a in record.acceptance_prob]
     if record.draft_row_entries is not None:
         out["draft_row_entries"] = list(record.draft_row_entries)

@@ -147,7 +147,7 @@ def print_summary_table(
     (its mean α) in place of "lossless" (a sampled output equals no other draw)."""
     from rich.table import Table
 
-    sampled = any(r.acceptance_prob is not None for r in records)
+    sampled = any(r.temperature > 0 for r in records)
     table = Table(title=title)
     for col in (
         "dataset", "requests", "out tokens", "rounds", "AAL", "AAL replay", "sent acc.",

@@ -136,7 +136,7 @@ class DraftProposal:
 
     ``num_passes``: draft forward passes run for the block; ``None`` means
     ``len(token_ids)``. A block a stop predictor ended early ran one more pass than it holds
-    (the token it stopped on is drafted but not sent).
+    (the token it stopped on is drafted but not sent); a tree ran one pass per depth.
 
     ``hidden``: for a drafter asked for them (:class:`HiddenStateDraftBackend`), the draft's
     last-layer hidden state (after the final norm) at the input position whose logits

@@ -4,12 +4,13 @@ chain (a lookup token where the context repeats, the draft's argmax otherwise, a
 :class:`~edgespec.runtime.backends.hybrid_draft.HybridDraft` drafts). A lookup token that is
 also one of the draft's candidates is one node, not two.
 
-Drafting costs the same number of draft passes as a chain of the same depth: one pass
-over the uncached context gives the root's candidates, then one pass per depth forwards
-all nodes of that depth together, each attending to the context and its own ancestors
-(an explicit 4-D mask over the draft's KV cache). The tree's entries are cropped from the
-cache afterwards, so the cache only ever holds committed tokens. The tree is the same
-whether the request samples or not: its nodes are proposed for certain, verified greedily
+Drafting costs the same number of draft passes as a chain of the same depth (the
+proposal's ``num_passes``, one more where pruning left a depth without nodes): one pass over
+the uncached context gives the root's candidates, then one pass per depth forwards all
+nodes of that depth together, each attending to the context and its own ancestors (an
+explicit 4-D mask over the draft's KV cache). The tree's entries are cropped from the cache
+afterwards, so the cache only ever holds committed tokens. The tree is the same whether the
+request samples or not: its nodes are proposed for certain, verified greedily
 (:func:`edgespec.core.speculative.greedy_verify_tree`) or, sampling, each candidate in turn
 against the target's row (:func:`edgespec.core.speculative.stochastic_verify_tree`). A request's
 bias and penalties are made on every node's row after its own path
@@ -92,6 +93,7 @@ class TreeDraft(HybridDraft):
         base = len(self._cached)
         nodes: list[_Node] = []
         frontier: list[tuple[int, torch.Tensor]] = [(-1, self._shaped(root_row, context, shaping))]
+        num_passes = 1  # the root's
         try:
             for depth in range(1, gamma + 1):
                 first_new = len(nodes)
@@ -100,6 +102,7 @@ class TreeDraft(HybridDraft):
                 if depth == gamma or not new:
                     break
                 rows = self._forward_nodes(nodes, new, base, depth)
+                num_passes += 1
                 frontier = [
                     (i, self._shaped(row, [*context, *(nodes[a].token for a in nodes[i].ancestors)],
                                      shaping))
@@ -113,6 +116,7 @@ class TreeDraft(HybridDraft):
             token_ids=tuple(n.token for n in nodes),
             probs=None,
             parents=tuple(n.parent for n in nodes),
+            num_passes=num_passes,
         )
 
     def _shaped(

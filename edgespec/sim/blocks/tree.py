@@ -1,6 +1,8 @@
-"""Token-tree replay: a request captured with token trees replays its rounds as captured,
-the round's nodes sent (with a parent each) and drafted in one pass per depth, the
-captured number accepted. Rounds past the captured ones, and fused rounds, are a chain's."""
+"""Token-tree replay: a request captured with token trees (greedy or sampled) replays its
+rounds as captured, the round's nodes sent (with a parent each, and no draft rows: they are
+proposed for certain) and drafted in one pass per depth (the captured passes), the captured
+number accepted.
+Rounds past the captured ones, and fused rounds, are a chain's."""
 
 from __future__ import annotations
 
@@ -30,30 +32,30 @@ class TreeBlock(ChainBlock):
         self.overhead_s = overhead_s
 
     def draft(self, s: Session, gamma: int, first: bool) -> float:
-        tree = s.tree
-        assert tree is not None, "SessionBlocks gives tree blocks to tree sessions"
-        rounds, depth = tree
+        rounds = s.tree
+        assert rounds is not None, "SessionBlocks gives tree blocks to tree sessions"
         sent = gamma
         if gamma and s.num_rounds < len(rounds):
-            sent = rounds[s.num_rounds][0]  # the captured round: its nodes are verified
-            gamma = depth if sent else 0  # one draft pass per depth
+            sent, _, gamma = rounds[s.num_rounds]  # the captured round: nodes and depth
         s.sent = sent
         s.gamma_eff = gamma
-        overhead_s = self.overhead_s
-        if overhead_s is not None:
-            s.passes, s.pre_accepted = gamma, None
-        return self.draft_times.round_s(s, gamma, first, overhead_s)
+        s.passes, s.pre_accepted = gamma, None  # one pass per depth (a chain's: per token)
+        return self.draft_times.round_s(s, gamma, first, self.overhead_s)
 
     def uplink_s(self, s: Session, first: bool, draft_rows: DraftRows | None) -> float:
-        dev = s.device
+        """A captured round's nodes with a parent each and no draft rows (sampled too: a
+        tree's nodes are proposed for certain); a round past them, a chain's."""
+        rounds = s.tree
+        assert rounds is not None
+        if s.num_rounds >= len(rounds):
+            return ChainBlock.uplink_s(self, s, first, draft_rows)
         prompt_ids = s.request.num_prompt_tokens if first else 0
-        size = uplink_bytes(s.sent, prompt_ids, dev.vocab_size, draft_rows, 0, True)
+        size = uplink_bytes(s.sent, prompt_ids, s.device.vocab_size, None, 0, True)
         return sent_up_s(s, size)
 
     def judge(self, s: Session) -> tuple[int, int, int]:
-        tree = s.tree
-        assert tree is not None
-        rounds = tree[0]
+        rounds = s.tree
+        assert rounds is not None
         if s.gamma_eff and s.num_rounds < len(rounds) and not s.fused:
             num_acc = rounds[s.num_rounds][1]  # as captured
             return num_acc, self.commit(s, num_acc), 0

@@ -19,8 +19,8 @@ from edgespec.sim.model.network import DraftRows, Link
 from edgespec.sim.model.rng import UniformStream
 from edgespec.sim.model.semantic import DeviceSemantics
 
-Tree = tuple[tuple[tuple[int, int], ...], int]
-"""A token-tree request's captured rounds ``((nodes, accepted), ...)`` and tree depth."""
+TreeRound = tuple[int, int, int]  # a captured tree round: (nodes sent, accepted, draft passes)
+Tree = tuple[TreeRound, ...]
 
 
 class Block(Protocol):

@@ -30,6 +30,7 @@ from edgespec.core.features import FeatureRows, parse_feature_rows, parse_reject
 from edgespec.core.sampling_cuts import SamplingCuts
 from edgespec.core.tree import parse_branching
 from edgespec.errors import did_you_mean
+from edgespec.sim.model.entities import TreeRound
 from edgespec.sim.setup.trace_fields import (
     ARRIVAL_KEYS,
     CLIENT_KEYS,
@@ -64,10 +65,9 @@ class TraceEntry:
     """A sampled capture's α per output position (``None``: not recorded)."""
     draft_row_entries: tuple[int, ...] | None = None
     """A sampled capture's kept entries of the draft's row per output position."""
-    tree_rounds: tuple[tuple[int, int], ...] | None = None
-    """A token-tree trace's rounds as captured: (nodes sent, draft tokens accepted)."""
-    tree_depth: int = 0
-    """The tree's depth (draft passes per round) when ``tree_rounds`` is set."""
+    tree_rounds: tuple[TreeRound, ...] | None = None
+    """A token-tree trace's rounds as captured: (nodes sent, draft tokens accepted, draft
+    passes: the tree's depth)."""
     draft_features: FeatureRows | None = None
     """Per output position, the draft-logit features a stop predictor reads (trace.py)."""
     rejection_features: Mapping[int, FeatureRows] | None = None
@@ -135,7 +135,7 @@ def parse_trace_record(record: Any, where: str, line_id: str | None = None) -> T
     seq = None if raw is None else acceptance_values(raw, where)
     slo = record.get("slo_class")
     rid = record.get("request_id", record.get("id"))
-    tree_rounds, depth = _tree_rounds(record, output, where)
+    tree_rounds = _tree_rounds(record, output, where)
     features, after = _features(record, output, where, rid)
     return TraceEntry(
         request_id=str(rid) if rid is not None else line_id or where,
@@ -150,7 +150,6 @@ def parse_trace_record(record: Any, where: str, line_id: str | None = None) -> T
         acceptance_prob=probabilities_value(record, where, output),
         draft_row_entries=row_entries_value(record, where, output),
         tree_rounds=tree_rounds,
-        tree_depth=depth,
         draft_features=features,
         rejection_features=after,
         where=where,
@@ -180,30 +179,23 @@ def _features(
 
 def _tree_rounds(
     record: Mapping[str, Any], num_output: int, where: str
-) -> tuple[tuple[tuple[int, int], ...] | None, int]:
-    """(rounds, depth) of a token-tree trace line (``draft_tree`` set), else (None, 0)."""
+) -> tuple[TreeRound, ...] | None:
+    """A token-tree trace line's rounds (``draft_tree`` set), else None."""
     branching = record.get("draft_tree")
     if branching is None:
-        return None, 0
+        return None
     try:
-        depth = len(parse_branching(str(branching)))
+        depths = len(parse_branching(str(branching)))
     except ValueError as exc:
         raise RecordError(where, str(exc), "draft_tree") from exc
     raw = record.get("rounds")
     if not isinstance(raw, list) or not raw:
         raise RecordError(where, "a token-tree trace needs its captured rounds", "rounds")
-    rounds = []
-    for i, row in enumerate(raw):
-        ok = isinstance(row, list) and len(row) >= 2 and all(type(v) is int for v in row[:2])
-        if not ok or not 0 <= row[1] <= min(row[0], depth):
-            raise RecordError(
-                where,
-                f"expected [nodes, accepted, ...] with 0 <= accepted <= min(nodes, {depth})",
-                f"rounds[{i}]",
-            )
-        rounds.append((int(row[0]), int(row[1])))
+    gamma_max = record.get("gamma_max")
+    deepest = max(depths, gamma_max) if type(gamma_max) is int else depths
+    rounds = tuple(_tree_round(row, deepest, where, f"rounds[{i}]") for i, row in enumerate(raw))
     committed = 0
-    for i, (nodes, accepted) in enumerate(rounds):
+    for i, (nodes, accepted, _) in enumerate(rounds):
         if nodes == 0 and num_output - committed >= 2:  # not the budget's last token
             raise RecordError(
                 where,
@@ -216,7 +208,29 @@ def _tree_rounds(
         raise RecordError(
             where, f"commit {committed} tokens, fewer than {num_output} output tokens", "rounds"
         )
-    return tuple(rounds), depth
+    return rounds
+
+
+def _tree_round(row: Any, deepest: int, where: str, field_name: str) -> TreeRound:
+    """One captured tree round ``[nodes, accepted, draft_ms, verify_ms, passes]``: its draft
+    passes are the tree's depth (one more where pruning left the next depth empty); a row
+    without them (an older capture) is taken to be as deep as the trace's γ_max allows
+    (``deepest``: the branching, one node a depth beyond it), and its nodes."""
+    ok = isinstance(row, list) and len(row) >= 2 and all(type(v) is int for v in row[:2])
+    ok = ok and (len(row) < 5 or type(row[4]) is int)
+    if ok:
+        nodes, accepted = int(row[0]), int(row[1])
+        passes = int(row[4]) if len(row) >= 5 else min(nodes, deepest)
+        fits = 0 <= accepted <= min(nodes, passes) and passes <= nodes + 1
+        if fits and (passes > 0) == (nodes > 0):
+            return nodes, accepted, passes
+    raise RecordError(
+        where,
+        "expected [nodes, accepted, draft_ms, verify_ms, passes] with 0 <= accepted <= "
+        "min(nodes, passes), 1 <= passes <= nodes + 1 (0 and 0 for an empty block; passes: "
+        f"the tree's draft passes; not given, min(nodes, {deepest}))",
+        field_name,
+    )
 
 
 def load_trace(path: str | Path) -> tuple[TraceEntry, ...]:

@@ -226,11 +226,6 @@ def test_the_command_samples_and_reports_the_expected_acceptance(
             ["--top-k", "40", "--min-p", "0.1"],
             "--top-k, --min-p: a cut of a sampled row; give --temperature > 0",
         ),
-        (
-            ["--temperature", "0.8", "--tree", "2,1"],
-            "--temperature > 0 needs a chain draft: a sampled trace records one acceptance "
-            "probability per position, which a token tree has not (--tree)",
-        ),
     ],
 )
 def test_a_temperature_it_cannot_sample_at_is_refused_before_any_model_loads(

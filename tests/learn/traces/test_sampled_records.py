@@ -46,8 +46,10 @@ def test_a_sampled_record_round_trips_and_a_greedy_one_writes_neither_field(
         ({"acceptance_prob": [0.5] * 5}, "", "gsm8k-3: acceptance_prob has 5 entries for 6 "
          "output tokens"),
         ({"temperature": -0.5}, "temperature", "expected a number >= 0, got -0.5"),
-        ({"temperature": 0}, "", "gsm8k-3: acceptance_prob comes with a temperature > 0, and "
-         "only then"),
+        ({"temperature": 0}, "", "gsm8k-3: acceptance_prob comes with a temperature > 0 and "
+         "a chain draft (no draft_tree), and only then"),
+        ({"draft_tree": "2,1"}, "", "gsm8k-3: acceptance_prob comes with a temperature > 0 "
+         "and a chain draft (no draft_tree), and only then"),
         ({"top_k": -1}, "top_k", "must be a whole number in [0, 2**32) (0: every token), got -1"),
         ({"top_p": "0.9"}, "top_p", "expected a number, got '0.9'"),
         ({"min_p": 1.5}, "min_p", "must be in [0, 1] (0: no cut), got 1.5"),
@@ -64,3 +66,21 @@ def test_a_bad_sampled_field_names_its_line_and_field(
         read_trace(path)
     where = f"{path}:1" + (f": {field}" if field else "")
     assert str(info.value) == f"{where}: {message}"
+
+
+def test_a_sampled_tree_record_keeps_its_sampling_and_no_alpha(tmp_path: Path) -> None:
+    """A sampled token tree's record: temperature and cuts, rounds, no acceptance_prob or
+    draft_row_entries (its nodes are proposed for certain); either of them is refused."""
+    tree = _record(temperature=0.8, top_k=40, draft_tree="2,1")
+    path = tmp_path / "t.jsonl"
+    write_trace(path, [tree])
+    line = json.loads(path.read_text())
+    assert (line["temperature"], line["top_k"], line["draft_tree"]) == (0.8, 40, "2,1")
+    assert "acceptance_prob" not in line and "draft_row_entries" not in line
+    assert read_trace(path) == [tree]
+    (entry,) = load_trace(path)
+    assert (entry.temperature, entry.cuts.top_k, entry.acceptance_prob) == (0.8, 40, None)
+    assert summarize_traces("x", [tree], 4).expected_acceptance is None
+    with pytest.raises(ValueError, match="draft_row_entries come with a temperature > 0 and a "
+                       "chain draft, one per output token"):  # fmt: skip
+        _record(temperature=0.8, draft_tree="2,1", draft_row_entries=(1,) * 6)

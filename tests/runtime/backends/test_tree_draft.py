@@ -118,6 +118,9 @@ def test_tree_matches_uncached_reference(
         proposal = drafter.propose(context, 4, 0.0, RNG)
         expected = reference_tree(model, context, (3, 2, 1), 4, lookup, min_prob)
         assert (proposal.token_ids, proposal.parents) == expected
+        deepest = max(len(path_to(expected[1], n)) for n in range(len(expected[1])))
+        # one draft pass per depth down to γ, and one that found every candidate pruned
+        assert proposal.num_passes == (deepest if deepest == 4 else deepest + 1)
         assert len(proposal.token_ids) <= 3 + 6 + 6 + 6 + (4 if lookup else 0)
         context = [*context, proposal.token_ids[0], 11 + step]
 
@@ -169,10 +172,11 @@ def test_min_path_prob_prunes_unlikely_candidates() -> None:
     model = sharp_flat_llama()  # flat: every candidate's probability is about 1/64
     context = [5, 6, 7, 8]
     full = TreeDraft(model, branching=(3, 2, 1), lookup=False).propose(context, 3, 0.0, RNG)
-    assert len(full.token_ids) == 3 + 6 + 6
+    assert (len(full.token_ids), full.num_passes) == (3 + 6 + 6, 3)
     pruned = TreeDraft(model, (3, 2, 1), lookup=False, min_path_prob=0.5)
     only = pruned.propose(context, 3, 0.0, RNG)
     assert only.parents == (-1,) and only.token_ids == full.token_ids[:1]  # the first choice
+    assert only.num_passes == 2  # the root's pass gave it, the next pruned all below it
     with pytest.raises(ValueError, match="min_path_prob must be in"):
         TreeDraft(model, (2,), min_path_prob=1.0)
 

@@ -6,8 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgespec.core.link_delay import HEADER_BYTES, PARENT_BYTES, PROB_BYTES, TOKEN_ID_BYTES
+from edgespec.core.link_delay import (
+    HEADER_BYTES,
+    PARENT_BYTES,
+    PROB_BYTES,
+    TOKEN_ID_BYTES,
+    DraftRows,
+)
 from edgespec.core.types import Request
+from edgespec.sim.blocks.chain import ChainBlock
 from edgespec.sim.blocks.choice import SessionBlocks
 from edgespec.sim.model.acceptance import IidAcceptance, TraceAcceptance
 from edgespec.sim.model.device_round import DraftTimes
@@ -84,7 +91,7 @@ def test_the_kinds_a_run_hands_out(kinds: dict[str, bool], expected: tuple[str, 
 
 
 def test_a_session_gets_its_request_s_kind() -> None:
-    tree: Tree = (((3, 1),), 2)
+    tree: Tree = ((3, 1, 2),)
     assert _session(tree=tree, trees=True, stop=True)[0].block.kind == "token-tree"
     assert _session(trees=True, stop=True)[0].block.kind == "stop-cut"
     assert _session(semantic=True, seq=(1,))[0].block.kind == "semantic verification"
@@ -120,17 +127,25 @@ def test_a_centralized_round_drafts_nothing_and_sends_the_prompt_once() -> None:
 
 
 def test_a_tree_round_sends_its_nodes_and_accepts_as_captured() -> None:
-    tree: Tree = (((6, 2), (0, 0)), 3)  # round 0: 6 nodes, 2 accepted; round 1: nothing
+    tree: Tree = ((6, 2, 3), (0, 0, 0))  # round 0: 6 nodes in 3 depths, 2 accepted; 1: none
     s, _ = _session(tree=tree, trees=True, alpha=0.0)
     assert s.block.draft(s, 4, False) == pytest.approx(0.003)  # one pass per depth
-    assert (s.sent, s.gamma_eff, s.passes) == (6, 3, None)
+    assert (s.sent, s.gamma_eff, s.passes) == (6, 3, 3)
     up = s.block.uplink_s(s, False, None)
     assert up == (HEADER_BYTES + (TOKEN_ID_BYTES + PARENT_BYTES) * 6) / _BYTES_PER_S
+    assert s.block.uplink_s(s, False, DraftRows("dense")) == up  # sampled: nodes, no rows
     assert s.block.judge(s) == (2, 3, 0)
     s.num_rounds = 1
     s.block.draft(s, 4, False)
     assert (s.sent, s.gamma_eff) == (0, 0)
     assert s.block.judge(s) == (0, 1, 0)
+    s.num_rounds = 2  # past the captured rounds: a chain's, its rows sent when sampling
+    rows = DraftRows("dense", 0, 0.0)
+    s.block.draft(s, 2, False)
+    assert (s.sent, s.gamma_eff, s.passes) == (2, 2, 2)
+    assert isinstance(s.block, ChainBlock)
+    assert s.block.uplink_s(s, False, rows) == ChainBlock.uplink_s(s.block, s, False, rows)
+    assert s.block.uplink_s(s, False, rows) > s.block.uplink_s(s, False, None)
 
 
 def test_the_stop_cut_sends_the_kept_prefix_and_judges_its_early_draw() -> None:

@@ -139,7 +139,7 @@ def test_every_field_edgespec_trace_writes_is_known_and_loads() -> None:
     assert set(chain) | set(tree) <= TRACE_KEYS
     assert {"draft_tree", "rejection_features", "lossless", "assisted_ms"} <= set(tree)
     assert parse_trace_record(chain, "t.jsonl:1").rejection_features == {1: ROWS[:1]}
-    assert parse_trace_record(tree, "t.jsonl:2").tree_rounds == ((2, 1), (1, 1))
+    assert parse_trace_record(tree, "t.jsonl:2").tree_rounds == ((2, 1, 2), (1, 1, 1))
 
 
 DSDSIM_LINES = (

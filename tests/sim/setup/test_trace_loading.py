@@ -78,13 +78,30 @@ def test_field_aliases_defaults_and_precedence(tmp_path: Path) -> None:
 def test_token_tree_rounds(tmp_path: Path) -> None:
     row = {"arrival_ms": 0, "prompt_tokens": 2, "output_tokens": 5, "draft_tree": "2,2,1"}
     (entry,) = load_trace(_write(tmp_path / "t.jsonl", [{**row, "rounds": [[3, 2], [2, 1]]}]))
-    assert (entry.tree_rounds, entry.tree_depth) == (((3, 2), (2, 1)), 3)
-    with pytest.raises(ConfigError) as info:  # 4 accepted on a tree of depth 3
-        load_trace(_write(tmp_path / "t.jsonl", [{**row, "rounds": [[5, 4], [2, 1]]}]))
-    assert str(info.value) == (
-        f"{tmp_path / 't.jsonl'}:1: rounds[0]: expected [nodes, accepted, ...] with "
-        "0 <= accepted <= min(nodes, 3)"
+    assert entry.tree_rounds == ((3, 2, 3), (2, 1, 2))  # passes not given: depth 3, ≤ nodes
+    # the passes captured (edgespec trace writes them): 2,2,1 at γ 4 is 4 deep
+    rounds = [[9, 4, 1.0, 2.0, 4], [1, 0, 1.0, 2.0, 2]]  # 2: the pass below 1 node pruned all
+    (entry,) = load_trace(_write(tmp_path / "t.jsonl", [{**row, "rounds": rounds}]))
+    assert entry.tree_rounds == ((9, 4, 4), (1, 0, 2))
+    deep = {**row, "gamma_max": 4, "rounds": [[5, 4], [2, 1]]}
+    (entry,) = load_trace(_write(tmp_path / "t.jsonl", [deep]))
+    assert entry.tree_rounds == ((5, 4, 4), (2, 1, 2))  # not given: as deep as γ_max 4
+    refused = (
+        f"{tmp_path / 't.jsonl'}:1: rounds[0]: expected [nodes, accepted, draft_ms, verify_ms, "
+        "passes] with 0 <= accepted <= min(nodes, passes), 1 <= passes <= nodes + 1 (0 and 0 "
+        "for an empty block; passes: the tree's draft passes; not given, min(nodes, 3))"
     )
+    bad: tuple[list[list[float]], ...] = (
+        [[5, 4], [2, 1]],  # 4 accepted on a tree of depth 3
+        [[5, 3, 1.0, 2.0, 2], [2, 1]],  # more accepted than passes
+        [[2, 1, 1.0, 2.0, 4], [2, 1]],  # more passes than its nodes and a pruned depth
+        [[2, 0, 1.0, 2.0, 0], [2, 1]],  # nodes drafted in no pass
+        [[2, 1, 1.0, 2.0, 1.5], [2, 1]],  # a pass count that is no whole number
+    )
+    for rounds in bad:
+        with pytest.raises(ConfigError) as info:
+            load_trace(_write(tmp_path / "t.jsonl", [{**row, "rounds": rounds}]))
+        assert str(info.value) == refused, rounds
 
 
 def test_a_jsonl_path_is_a_file_even_when_missing() -> None:
