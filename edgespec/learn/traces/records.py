@@ -43,7 +43,8 @@ output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -215,11 +216,25 @@ def record_to_json(record: TraceRecord) -> dict[str, Any]:
     return out
 
 
-def _round_from_json(row: Sequence[Any]) -> TraceRound:
-    if len(row) not in (4, 5):
-        raise ValueError(f"a round has 4 or 5 entries, got {len(row)}")
-    passes = int(row[4]) if len(row) == 5 else None
-    return TraceRound(int(row[0]), int(row[1]), float(row[2]), float(row[3]), passes)
+ROUND_SHAPE = (
+    "expected [gamma, accepted, draft_ms, verify_ms(, passes)]: whole numbers >= 0 with "
+    "accepted <= gamma, finite milliseconds >= 0"
+)
+
+
+def _round_from_json(row: Any) -> TraceRound | None:
+    """One ``rounds`` row, or ``None`` when it is not of :data:`ROUND_SHAPE`."""
+    if not isinstance(row, list) or len(row) not in (4, 5):
+        return None
+    counts, times = [*row[:2], *row[4:]], row[2:4]
+    if not all(type(v) is int and v >= 0 for v in counts) or row[1] > row[0]:
+        return None
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in times):
+        return None
+    if not all(math.isfinite(v) and v >= 0 for v in times):
+        return None
+    passes = row[4] if len(row) == 5 else None
+    return TraceRound(row[0], row[1], float(row[2]), float(row[3]), passes)
 
 
 def record_from_json(obj: Any, where: str) -> TraceRecord:
@@ -227,12 +242,14 @@ def record_from_json(obj: Any, where: str) -> TraceRecord:
     if not isinstance(obj, dict):
         raise RecordError(where, f"expected a JSON object, got {type(obj).__name__}")
     rounds_raw = obj.get("rounds", [])
-    try:
-        rounds = tuple(_round_from_json(row) for row in rounds_raw)
-    except (TypeError, ValueError) as exc:
-        raise RecordError(
-            where, "expected [gamma, accepted, draft_ms, verify_ms(, passes)] rows", "rounds"
-        ) from exc
+    if not isinstance(rounds_raw, list):
+        raise RecordError(where, f"expected a list of rounds, {ROUND_SHAPE}", "rounds")
+    rounds = []
+    for i, row in enumerate(rounds_raw):
+        played = _round_from_json(row)
+        if played is None:
+            raise RecordError(where, ROUND_SHAPE, f"rounds[{i}]")
+        rounds.append(played)
     seq = acceptance_values(field_value(obj, "acceptance_seq", list, where), where)
     request_id = str(field_value(obj, "request_id", str, where))
     feats = features_value(obj, "draft_features", parse_feature_rows, request_id, where)
@@ -250,7 +267,7 @@ def record_from_json(obj: Any, where: str) -> TraceRecord:
             target_model=str(obj.get("target_model", "")),
             gamma_max=int(obj.get("gamma_max", 0)),
             acceptance_seq=seq,
-            rounds=rounds,
+            rounds=tuple(rounds),
             draft_features=feats,
             sd_ms=obj.get("sd_ms"),
             target_only_ms=obj.get("target_only_ms"),

@@ -40,7 +40,7 @@ def test_round_passes_are_an_optional_fifth_element() -> None:
     old = record_to_json(_record((TraceRound(4, 1, 1.0, 2.0),)))
     assert old["rounds"] == [[4, 1, 1.0, 2.0]]  # without passes: the old four elements
     assert record_from_json(old, "line 1").rounds[0].passes == 4
-    with pytest.raises(ConfigError, match=r"^line 1: rounds: expected \[gamma, accepted"):
+    with pytest.raises(ConfigError, match=r"^line 1: rounds\[0\]: expected \[gamma, accepted"):
         record_from_json({**data, "rounds": [[4, 1, 1.0, 2.0, 5, 6]]}, "line 1")
 
 

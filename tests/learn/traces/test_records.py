@@ -11,6 +11,7 @@ import pytest
 
 from edgespec.config import ConfigError
 from edgespec.learn.traces.records import (
+    ROUND_SHAPE,
     TraceRecord,
     TraceRound,
     read_trace,
@@ -108,7 +109,14 @@ def test_length_mismatch_is_rejected() -> None:
     [
         ({"acceptance_seq": [1, 2, 0, 1, 1, 1]}, ".acceptance_seq"),
         ({"drafter_id": "two"}, ".drafter_id"),
-        ({"rounds": [[4, 2]]}, ".rounds"),
+        ({"rounds": [[4, 2]]}, ".rounds[0]"),
+        ({"rounds": [[4, 2, 1.0, 2.0], [3, 2.7, 1.0, 2.0]]}, ".rounds[1]"),  # not whole
+        ({"rounds": [[4, 5, 1.0, 2.0]]}, ".rounds[0]"),  # more accepted than sent
+        ({"rounds": [[4, 2, 1.0, -2.0]]}, ".rounds[0]"),
+        ({"rounds": [[4, 2, 1.0, 2.0, -1]]}, ".rounds[0]"),
+        ({"rounds": [[4, True, 1.0, 2.0]]}, ".rounds[0]"),
+        ({"rounds": [[4, 2, "1", 2.0]]}, ".rounds[0]"),
+        ({"rounds": {"0": [4, 2, 1.0, 2.0]}}, ".rounds"),
         ({"output_tokens": 5}, ""),
     ],
 )
@@ -124,6 +132,8 @@ def test_bad_lines_name_the_field(tmp_path: Path, change: dict[str, object], fie
     name = field.removeprefix(".")
     assert str(info.value).startswith(f"{path}:1: {name}: " if name else f"{path}:1: ")
     assert "config field" not in str(info.value)
+    if name.startswith("rounds"):
+        assert str(info.value).endswith(ROUND_SHAPE)
 
 
 def test_a_field_of_the_wrong_type_names_the_type(tmp_path: Path) -> None:
