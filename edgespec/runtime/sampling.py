@@ -56,13 +56,21 @@ def _cut(
     probs: npt.NDArray[np.float64],
     keep_of: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.intp]],
 ) -> npt.NDArray[np.float64]:
-    """``probs`` with each row cut to the tokens ``keep_of(row)`` names, renormalized."""
-    keep = np.zeros(probs.shape, dtype=bool)
-    for row, row_keep in zip(
-        probs.reshape(-1, probs.shape[-1]), keep.reshape(-1, probs.shape[-1]), strict=True
+    """``probs`` with each row cut to the tokens ``keep_of(row)`` names, renormalized, bit
+    for bit as :func:`_kept` cuts it (the same zero-filled row summed the same way), but
+    written into zeros and divided where kept: a cut keeps few of a large vocabulary."""
+    cut = np.zeros_like(probs)
+    for row, row_cut in zip(
+        probs.reshape(-1, probs.shape[-1]), cut.reshape(-1, probs.shape[-1]), strict=True
     ):
-        row_keep[keep_of(row)] = True
-    return _kept(probs, keep)
+        keep = keep_of(row)
+        row_cut[keep] = row[keep]
+        total = row_cut.sum()
+        if 0.0 < total < math.inf:
+            row_cut[keep] /= total
+        else:  # nothing kept, or a non-finite row: divided whole, as _kept divides it
+            row_cut /= total
+    return cut
 
 
 def _kept(probs: npt.NDArray[np.float64], keep: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
@@ -99,7 +107,7 @@ def top_tokens(probs: npt.NDArray[np.float64], limit: int) -> npt.NDArray[np.int
     shorter), largest first, ties by index: the first ``limit`` of a stable descending sort,
     found in time linear in the row, sorting only those."""
     if limit < probs.shape[0]:
-        bound = probs[np.argpartition(-probs, limit - 1)[limit - 1]]
+        bound = -np.partition(-probs, limit - 1)[limit - 1]  # the limit-th largest value
         above = np.flatnonzero(probs > bound)
         tied = np.flatnonzero(probs == bound)[: limit - above.size]
         tokens = np.concatenate([above, tied])
