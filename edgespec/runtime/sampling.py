@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from edgespec.core.features import softmax
 from edgespec.core.speculative import sample_token
 from edgespec.core.wire_limits import DRAFT_SUPPORT_MAX_TOKENS
 
@@ -39,10 +40,7 @@ def logits_to_probs(
     """
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0 for sampling, got {temperature}")
-    scaled = np.asarray(logits, dtype=np.float64) / temperature
-    scaled -= scaled.max(axis=-1, keepdims=True)
-    probs = np.exp(scaled)
-    probs /= probs.sum(axis=-1, keepdims=True)
+    probs = softmax(logits, temperature)
     if 0 < top_k < probs.shape[-1]:
         probs = _cut(probs, lambda row: top_tokens(row, top_k))
     if top_p < 1.0:
