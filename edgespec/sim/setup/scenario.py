@@ -163,7 +163,7 @@ class Scenario:
         _positive("duration_s", self.duration_s)
         if self.duration_s > MAX_DURATION_S:
             raise ConfigError(
-                "duration_s", f"must be at most {MAX_DURATION_S:g} s, got {self.duration_s:g}"
+                "duration_s", f"must be at most {MAX_DURATION_S:g} s, got {self.duration_s!r}"
             )
         if self.seed < 0:
             raise ConfigError("seed", f"must be >= 0, got {self.seed}")

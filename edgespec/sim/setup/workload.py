@@ -77,8 +77,9 @@ class TraceEntry:
     """The record's ``file:line`` in its trace (empty for one not read from a file)."""
 
     def device_index(self, num_devices: int) -> int:
+        """A whole-number id's device is ``id % num_devices``; any other id's its CRC-32's."""
         cid = self.client_id.strip()
-        if cid.lstrip("-").isdigit():
+        if cid.removeprefix("-").isdecimal():  # the digits int() reads ('²' is none)
             return int(cid) % num_devices
         return zlib.crc32(cid.encode()) % num_devices
 
@@ -244,6 +245,12 @@ def load_trace(path: str | Path) -> tuple[TraceEntry, ...]:
     ]
     if not entries:
         raise ConfigFileError(str(file), "trace holds no requests")
+    first_at: dict[str, str] = {}
+    for entry in entries:  # a request's records (and a tree's rounds) are found by its id
+        first = first_at.setdefault(entry.request_id, entry.where)
+        if first != entry.where:
+            message = f"{entry.request_id!r} is the id of {first} already: ids must be unique"
+            raise RecordError(entry.where, message, "request_id")
     return tuple(sorted(entries, key=lambda e: e.arrival_s))
 
 

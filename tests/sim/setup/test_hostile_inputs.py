@@ -173,6 +173,10 @@ def test_a_device_or_folder_is_named_as_such_not_as_missing(
             ("duration_s=1e308",),
             "duration_s': must be at most 1e+07 s, got 1e+308",
         ),
+        (  # was "got 1e+07", the limit's own figure
+            ("duration_s=10000001",),
+            "duration_s': must be at most 1e+07 s, got 10000001.0",
+        ),
     ],
 )
 def test_a_run_too_long_to_finish_is_refused(

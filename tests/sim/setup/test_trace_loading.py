@@ -52,10 +52,27 @@ def test_dsd_sim_schema(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("client", "device"),
-    [("3", 3), (" 7 ", 3), ("-3", 1), ("edge-12", 3463634589 % 4)],  # CRC-32 of "edge-12"
-)
+    [("3", 3), (" 7 ", 3), ("-3", 1), ("edge-12", 3463634589 % 4), ("\u0663", 3),
+     ("\u00b2", 3), ("--5", 1), ("3.0", 3)],
+)  # fmt: skip
+# CRC-32 of "edge-12"; an Arabic-Indic 3 is a decimal digit int() reads; a superscript two
+# (str.isdigit() but no decimal digit), "--5" and "3.0" are no whole numbers: each was a
+# ValueError traceback (but 3.0's), now its CRC-32
 def test_client_ids_map_to_devices(client: str, device: int) -> None:
     assert TraceEntry("r", 0.0, 1, 1, client).device_index(4) == device
+
+
+def test_a_request_id_given_twice_is_refused(tmp_path: Path) -> None:
+    """Its records (and a tree's captured rounds) are found by the id: two requests of one
+    id ran, their rows not told apart."""
+    row = {"request_id": "a", "arrival_ms": 0, "prompt_tokens": 3, "output_tokens": 5}
+    path = _write(tmp_path / "t.jsonl", [row, {**row, "request_id": "b"}, row, {"arrival_ms": 1,
+                  "prompt_tokens": 3, "output_tokens": 5}])  # fmt: skip
+    with pytest.raises(ConfigError) as info:
+        load_trace(path)
+    assert str(info.value) == (
+        f"{path}:3: request_id: 'a' is the id of {path}:1 already: ids must be unique"
+    )
 
 
 def test_field_aliases_defaults_and_precedence(tmp_path: Path) -> None:
