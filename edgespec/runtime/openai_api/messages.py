@@ -106,7 +106,10 @@ def _message(value: Any, index: int, room: int) -> Message:
     if role == "system" and index > 0:
         raise invalid(f"{where}.role: a system message must be the first message",
                       param=f"{where}.role")  # fmt: skip
-    extra = next((key for key in value if key not in ("role", "content")), None)
+    # a key given as null is absent (as in the request's own fields): the openai client's
+    # message.model_dump() of a reply sends name, tool_calls, refusal ... as null
+    extra = next((k for k in value if k not in ("role", "content") and value[k] is not None),
+                 None)  # fmt: skip
     if extra is not None:
         raise invalid(f"{where}.{clip(extra)} is not supported: a message takes role and "
                       "content only", param=f"{where}.{clip(extra)}",

@@ -140,6 +140,20 @@ def test_a_message_the_endpoint_would_misread_is_refused(
     )  # fmt: skip
 
 
+def test_a_messages_null_fields_are_absent(api: ApiThread) -> None:
+    """The openai client's ``message.model_dump()`` of a reply, appended to the history,
+    carries ``name``, ``tool_calls``, ``refusal``, ``function_call`` and ``audio`` as null:
+    the same reply as the history without them (was a 400 naming the first)."""
+    empty = {"tool_calls": None, "refusal": None, "function_call": None, "audio": None}
+    replies = []
+    for extra in ({}, {"name": None} | empty):
+        turns = (USER | extra, {"role": "assistant", "content": "w2"} | extra, USER)
+        status, reply, _ = _post(api, CHAT, json.dumps(_chat(*turns)).encode())
+        assert status == 200, reply
+        replies.append((reply["usage"], reply["choices"][0]["message"]))
+    assert replies[0] == replies[1]
+
+
 def test_a_developer_message_is_the_system_message(api: ApiThread) -> None:
     """OpenAI's newer clients send the system prompt as role developer: the same prompt."""
     replies = []
