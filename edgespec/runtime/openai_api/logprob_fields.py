@@ -4,28 +4,66 @@ returned tokens' as OpenAI shapes them (:class:`ChoiceLogprobs`: ``tokens``,
 ``token_logprobs``, ``top_logprobs``, ``text_offset``, or chat's ``content`` list with each
 token's UTF-8 ``bytes``), whole or a stream delta's worth at a time (:class:`LogprobTally`).
 The values are the target's raw distribution's (the server's
-:mod:`edgespec.runtime.server.committed_logprobs`); a token's text is its id decoded alone."""
+:mod:`edgespec.runtime.server.committed_logprobs`); a token's text is its id decoded alone,
+and its bytes (:func:`token_bytes`) the ones it stands for, so that a character split over
+byte tokens, each decoded alone as U+FFFD, is rebuilt from them."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK
+
+BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+"""A byte-fallback token's piece (SentencePiece's, Gemma's): the one byte it stands for."""
+
+
+@cache
+def _byte_level_bytes() -> dict[str, int]:
+    """GPT-2's byte-level BPE alphabet: the character each byte is written as, inverted."""
+    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
+    chars, extra = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            chars[chr(byte)] = byte
+        else:
+            chars[chr(256 + extra)] = byte
+            extra += 1
+    return chars
+
+
+def token_bytes(tokenizer: Any, token_id: int, text: str) -> bytes:
+    """The bytes token ``token_id`` (``text`` decoded alone) stands for: a byte-fallback
+    piece's byte, ``text``'s UTF-8 when it decoded whole, else its byte-level BPE piece's
+    bytes (part of a character); ``text``'s UTF-8 (U+FFFD's) when none of these applies."""
+    piece = tokenizer.convert_ids_to_tokens(int(token_id))
+    piece = piece if isinstance(piece, str) else ""
+    if (match := BYTE_PIECE.fullmatch(piece)) is not None:
+        return bytes([int(match.group(1), 16)])
+    if "\ufffd" in text and piece and all(c in _byte_level_bytes() for c in piece):
+        return bytes(_byte_level_bytes()[c] for c in piece)
+    return text.encode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True, slots=True)
 class ChoiceLogprobs:
     """The returned tokens' texts, log-probabilities, likeliest alternatives (text,
     log-probability) and where each token's text starts in the choice's text (an echoed
-    prompt's first token has no log-probability nor alternatives: ``None``)."""
+    prompt's first token has no log-probability nor alternatives: ``None``); ``token_bytes``
+    and ``top_bytes``, what each token and alternative stands for (:func:`token_bytes`;
+    empty: their texts' UTF-8)."""
 
     tokens: tuple[str, ...]
     logprobs: tuple[float | None, ...]
     top: tuple[tuple[tuple[str, float], ...] | None, ...]
     offsets: tuple[int, ...]
+    token_bytes: tuple[bytes, ...] = ()
+    top_bytes: tuple[tuple[bytes, ...], ...] = ()
 
     @classmethod
     def build(
@@ -43,12 +81,21 @@ class ChoiceLogprobs:
             texts = tuple(str(tokenizer.decode([t])) for t in token_ids)
             top = tuple(tuple((str(tokenizer.decode([a])), lp) for a, lp in t.top)
                         for t in logprobs)  # fmt: skip
-        return cls(texts, tuple(t.logprob for t in logprobs), top, tuple(offsets))
+            raw = tuple(token_bytes(tokenizer, t, x) for t, x in zip(token_ids, texts, strict=True))
+            raw_top = tuple(tuple(token_bytes(tokenizer, a, x) for (a, _), (x, _) in
+                                  zip(t.top, alternatives, strict=True))
+                            for t, alternatives in zip(logprobs, top, strict=True))  # fmt: skip
+        return cls(texts, tuple(t.logprob for t in logprobs), top, tuple(offsets), raw, raw_top)
 
     def then(self, later: ChoiceLogprobs) -> ChoiceLogprobs:
-        """These tokens' followed by ``later``'s."""
+        """These tokens' followed by ``later``'s (their bytes only when both have them)."""
+        whole = bool(self.token_bytes or not self.tokens) and bool(
+            later.token_bytes or not later.tokens
+        )
         return ChoiceLogprobs(self.tokens + later.tokens, self.logprobs + later.logprobs,
-                              self.top + later.top, self.offsets + later.offsets)  # fmt: skip
+                              self.top + later.top, self.offsets + later.offsets,
+                              self.token_bytes + later.token_bytes if whole else (),
+                              self.top_bytes + later.top_bytes if whole else ())  # fmt: skip
 
     def completions_json(self) -> dict[str, Any]:
         """``/v1/completions``' ``logprobs`` object."""
@@ -62,13 +109,19 @@ class ChoiceLogprobs:
     def chat_json(self) -> dict[str, Any]:
         """Chat's ``logprobs`` object: ``content``, a list with one entry per token."""
 
-        def entry(text: str, logprob: float | None) -> dict[str, Any]:
-            return {"token": text, "logprob": logprob,
-                    "bytes": list(text.encode("utf-8", errors="replace"))}  # fmt: skip
+        def entry(text: str, logprob: float | None, raw: bytes | None) -> dict[str, Any]:
+            raw = text.encode("utf-8", errors="replace") if raw is None else raw
+            return {"token": text, "logprob": logprob, "bytes": list(raw)}
 
+        known = len(self.token_bytes) == len(self.tokens)
+        raws = self.token_bytes if known else (None,) * len(self.tokens)
+        tops = self.top_bytes if known else ((),) * len(self.tokens)
         return {"content": [
-            entry(text, lp) | {"top_logprobs": [entry(a, alp) for a, alp in top or ()]}
-            for text, lp, top in zip(self.tokens, self.logprobs, self.top, strict=True)
+            entry(text, lp, raw) | {"top_logprobs": [
+                entry(a, alp, top_raw[i] if top_raw else None)
+                for i, (a, alp) in enumerate(top or ())]}
+            for text, lp, top, raw, top_raw in zip(self.tokens, self.logprobs, self.top, raws,
+                                                   tops, strict=True)
         ]}  # fmt: skip
 
 
