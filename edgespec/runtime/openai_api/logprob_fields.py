@@ -38,14 +38,16 @@ def _byte_level_bytes() -> dict[str, int]:
 
 
 def token_bytes(tokenizer: Any, token_id: int, text: str) -> bytes:
-    """The bytes token ``token_id`` (``text`` decoded alone) stands for: a byte-fallback
-    piece's byte, ``text``'s UTF-8 when it decoded whole, else its byte-level BPE piece's
-    bytes (part of a character); ``text``'s UTF-8 (U+FFFD's) when none of these applies."""
+    """The bytes token ``token_id`` (``text`` decoded alone) stands for: ``text``'s UTF-8
+    when it decoded whole, else a byte-fallback piece's byte or a byte-level BPE piece's
+    bytes (part of a character); ``text``'s UTF-8 (U+FFFD's) when neither applies."""
+    if "\ufffd" not in text:  # most tokens: no lookup of the piece
+        return text.encode("utf-8")
     piece = tokenizer.convert_ids_to_tokens(int(token_id))
     piece = piece if isinstance(piece, str) else ""
     if (match := BYTE_PIECE.fullmatch(piece)) is not None:
         return bytes([int(match.group(1), 16)])
-    if "\ufffd" in text and piece and all(c in _byte_level_bytes() for c in piece):
+    if piece and all(c in _byte_level_bytes() for c in piece):
         return bytes(_byte_level_bytes()[c] for c in piece)
     return text.encode("utf-8", errors="replace")
 
@@ -55,15 +57,14 @@ class ChoiceLogprobs:
     """The returned tokens' texts, log-probabilities, likeliest alternatives (text,
     log-probability) and where each token's text starts in the choice's text (an echoed
     prompt's first token has no log-probability nor alternatives: ``None``); ``token_bytes``
-    and ``top_bytes``, what each token and alternative stands for (:func:`token_bytes`;
-    empty: their texts' UTF-8)."""
+    and ``top_bytes``, what each token and alternative stands for (:func:`token_bytes`)."""
 
     tokens: tuple[str, ...]
     logprobs: tuple[float | None, ...]
     top: tuple[tuple[tuple[str, float], ...] | None, ...]
     offsets: tuple[int, ...]
-    token_bytes: tuple[bytes, ...] = ()
-    top_bytes: tuple[tuple[bytes, ...], ...] = ()
+    token_bytes: tuple[bytes, ...]
+    top_bytes: tuple[tuple[bytes, ...], ...]
 
     @classmethod
     def build(
@@ -88,14 +89,11 @@ class ChoiceLogprobs:
         return cls(texts, tuple(t.logprob for t in logprobs), top, tuple(offsets), raw, raw_top)
 
     def then(self, later: ChoiceLogprobs) -> ChoiceLogprobs:
-        """These tokens' followed by ``later``'s (their bytes only when both have them)."""
-        whole = bool(self.token_bytes or not self.tokens) and bool(
-            later.token_bytes or not later.tokens
-        )
+        """These tokens' followed by ``later``'s."""
         return ChoiceLogprobs(self.tokens + later.tokens, self.logprobs + later.logprobs,
                               self.top + later.top, self.offsets + later.offsets,
-                              self.token_bytes + later.token_bytes if whole else (),
-                              self.top_bytes + later.top_bytes if whole else ())  # fmt: skip
+                              self.token_bytes + later.token_bytes,
+                              self.top_bytes + later.top_bytes)  # fmt: skip
 
     def completions_json(self) -> dict[str, Any]:
         """``/v1/completions``' ``logprobs`` object."""
@@ -109,19 +107,14 @@ class ChoiceLogprobs:
     def chat_json(self) -> dict[str, Any]:
         """Chat's ``logprobs`` object: ``content``, a list with one entry per token."""
 
-        def entry(text: str, logprob: float | None, raw: bytes | None) -> dict[str, Any]:
-            raw = text.encode("utf-8", errors="replace") if raw is None else raw
+        def entry(text: str, logprob: float | None, raw: bytes) -> dict[str, Any]:
             return {"token": text, "logprob": logprob, "bytes": list(raw)}
 
-        known = len(self.token_bytes) == len(self.tokens)
-        raws = self.token_bytes if known else (None,) * len(self.tokens)
-        tops = self.top_bytes if known else ((),) * len(self.tokens)
         return {"content": [
             entry(text, lp, raw) | {"top_logprobs": [
-                entry(a, alp, top_raw[i] if top_raw else None)
-                for i, (a, alp) in enumerate(top or ())]}
-            for text, lp, top, raw, top_raw in zip(self.tokens, self.logprobs, self.top, raws,
-                                                   tops, strict=True)
+                entry(a, alp, a_raw) for (a, alp), a_raw in zip(top or (), top_raw, strict=True)]}
+            for text, lp, top, raw, top_raw in zip(self.tokens, self.logprobs, self.top,
+                                                   self.token_bytes, self.top_bytes, strict=True)
         ]}  # fmt: skip
 
 

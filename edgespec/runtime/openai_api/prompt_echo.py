@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.runtime.detokenize import IncrementalText
-from edgespec.runtime.openai_api.logprob_fields import ChoiceLogprobs
+from edgespec.runtime.openai_api.logprob_fields import ChoiceLogprobs, token_bytes
 from edgespec.runtime.openai_api.messages import Prompt
 from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK
 from edgespec.runtime.openai_api.schema import ParsedRequest
@@ -46,7 +46,8 @@ def prompt_logprobs(
     scored = ChoiceLogprobs.build(tokenizer, prompt_ids[1:], values, offsets[1:])
     with TOKENIZER_LOCK:
         first = str(tokenizer.decode([prompt_ids[0]]))
-    return ChoiceLogprobs((first,), (None,), (None,), (0,)).then(scored)
+        raw = token_bytes(tokenizer, prompt_ids[0], first)
+    return ChoiceLogprobs((first,), (None,), (None,), (0,), (raw,), ((),)).then(scored)
 
 
 class PromptEcho:

@@ -1,8 +1,7 @@
 """Token-tree replay: a request captured with token trees (greedy or sampled) replays its
 rounds as captured, the round's nodes sent (with a parent each, and no draft rows: they are
 proposed for certain) and drafted in one pass per depth (the captured passes), the captured
-number accepted.
-Rounds past the captured ones, and fused rounds, are a chain's."""
+number accepted. Rounds past the captured ones, and fused rounds, are a chain's."""
 
 from __future__ import annotations
 
