@@ -227,14 +227,10 @@ def _round_from_json(row: Any) -> TraceRound | None:
     if not isinstance(row, list) or len(row) not in (4, 5):
         return None
     counts, times = [*row[:2], *row[4:]], row[2:4]
-    if not all(type(v) is int and v >= 0 for v in counts) or row[1] > row[0]:
+    whole = all(type(v) is int and v >= 0 for v in counts) and row[1] <= row[0]
+    if not whole or not all(type(v) in (int, float) and math.isfinite(v) and v >= 0 for v in times):
         return None
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in times):
-        return None
-    if not all(math.isfinite(v) and v >= 0 for v in times):
-        return None
-    passes = row[4] if len(row) == 5 else None
-    return TraceRound(row[0], row[1], float(row[2]), float(row[3]), passes)
+    return TraceRound(row[0], row[1], float(row[2]), float(row[3]), row[4] if row[4:] else None)
 
 
 def record_from_json(obj: Any, where: str) -> TraceRecord:
