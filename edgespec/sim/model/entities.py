@@ -15,6 +15,7 @@ from edgespec.core.types import PendingVerification, Request, RequestRecord
 from edgespec.hardware.cost_models import CostModel
 from edgespec.policies.inputs import WindowHistory
 from edgespec.policies.interfaces import WindowDecision
+from edgespec.sim.model.kv_store import KvStore
 from edgespec.sim.model.network import DraftRows, Link
 from edgespec.sim.model.rng import UniformStream
 from edgespec.sim.model.semantic import DeviceSemantics
@@ -214,8 +215,9 @@ class DeviceState:
         self.semantic: DeviceSemantics | None = None
 
 
-class ServerState:
-    """A target server: verification queue, engine, per-session KV cache (LRU)."""
+class ServerState(KvStore):
+    """A target server: verification queue, engine, per-session KV cache (LRU:
+    :class:`KvStore`)."""
 
     __slots__ = (
         "batch",
@@ -227,18 +229,13 @@ class ServerState:
         "cost",
         "dispatch_pending",
         "draft_cost",
-        "in_parts",
         "inbound",
-        "kv",
-        "kv_budget",
-        "kv_total",
         "max_batch_size",
         "max_batch_tokens",
         "num_active",
         "num_enqueued",
         "padded",
         "part_tokens",
-        "prefix_cache",
         "queue",
         "server_id",
         "wake_s",
@@ -256,17 +253,15 @@ class ServerState:
         padded: bool = False,
         part_tokens: int | None = None,
     ) -> None:
+        super().__init__(kv_budget, prefix_cache)  # False: SLED
         self.server_id = server_id
-        self.prefix_cache = prefix_cache  # False: SLED, no KV kept between verifications
         # True: a batch is priced padded (edgespec.hardware.batch_pricing), else summed
         self.padded = padded
         # prefill in parts (edgespec.core.prefill_parts): the tokens a part forwards (None:
-        # one pass), and the sessions between the parts of one verification
+        # one pass)
         self.part_tokens = part_tokens
-        self.in_parts: set[int] = set()
         self.cost = cost
         self.draft_cost = draft_cost  # the co-located draft (fused rounds), if it has one
-        self.kv_budget = kv_budget
         self.max_batch_size = max_batch_size
         self.max_batch_tokens = max_batch_tokens
         self.queue: list[Session] = []
@@ -278,47 +273,7 @@ class ServerState:
         self.dispatch_pending = False
         self.num_active = 0
         self.num_enqueued = 0
-        # Session index -> resident KV tokens, in LRU order (a dict keeps insertion order).
-        self.kv: dict[int, int] = {}
-        self.kv_total = 0
         # Fast path without ARRIVE events (edgespec.sim.fast.inbound): blocks in flight to
         # this server as a heap of (arrival_s, device_id, session), and its WAKE time.
         self.inbound: list[tuple[float, int, Session]] = []
         self.wake_s = math.inf
-
-    def cached_tokens(self, session_index: int) -> int:
-        """KV tokens resident for a session (0: never verified here, or evicted)."""
-        return self.kv.get(session_index, 0)
-
-    def store(self, session_index: int, num_tokens: int) -> None:
-        """Record a session's KV after a pass (most recently used), evicting LRU sessions
-        while the resident total exceeds the budget. Without a prefix cache nothing is kept
-        (a prefill in parts' KV ends with its last pass)."""
-        if not self.prefix_cache:
-            self.release(session_index)
-            return
-        self.in_parts.discard(session_index)
-        self._keep(session_index, num_tokens)
-
-    def store_part(self, session_index: int, num_tokens: int) -> None:
-        """Record a session's KV after a part of its prefill: kept until its last pass (with
-        or without a prefix cache), evicted after every session between verifications (the
-        real server's order, :func:`edgespec.runtime.server.prefill_parts.eviction_order`)."""
-        self.in_parts.add(session_index)
-        self._keep(session_index, num_tokens)
-
-    def _keep(self, session_index: int, num_tokens: int) -> None:
-        kv, in_parts = self.kv, self.in_parts
-        self.kv_total += num_tokens - kv.pop(session_index, 0)
-        kv[session_index] = num_tokens  # re-inserted: now the most recently used
-        while self.kv_total > self.kv_budget and kv:
-            victim = next(iter(kv))  # the least recently used ...
-            if in_parts:  # ... between verifications, else the fewest tokens between parts
-                victim = next((i for i in kv if i not in in_parts), min(kv, key=kv.__getitem__))
-            self.kv_total -= kv.pop(victim)
-            in_parts.discard(victim)
-
-    def release(self, session_index: int) -> None:
-        """Free a finished session's KV."""
-        self.kv_total -= self.kv.pop(session_index, 0)
-        self.in_parts.discard(session_index)

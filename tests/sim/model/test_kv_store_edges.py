@@ -1,4 +1,4 @@
-"""The server's per-session KV store (entities.ServerState.store/release) at its edges:
+"""The server's per-session KV store (kv_store.KvStore, ServerState's base) at its edges:
 a resident total exactly at the budget stays, eviction goes least recently used first,
 a re-stored session becomes the most recently used, and a SLED server keeps nothing.
 Both simulator paths share this code, so no path comparison sees it."""
