@@ -30,9 +30,9 @@
 * :mod:`.stream_deadline` — ``ChunkDeadline``: a streaming call cancelled when a chunk
   its client waits for does not come within the request timeout (no grpc: it is handed
   the call's ``cancel``);
-* :mod:`.hidden_reply_size` — ``check_hidden_reply``: a ``return_hidden`` session whose
-  first reply (its prompt's hidden rows) could exceed ``max_message_bytes``, refused at
-  ``OpenSession``;
+* :mod:`.reply_size` — ``check_first_reply``: a session whose first reply (its prompt's
+  hidden rows, its prompt's log-probabilities) could exceed ``max_message_bytes``, refused
+  at ``OpenSession`` or a centralized ``Generate``;
 * :mod:`.grpc_limits` — the gRPC server's connection bounds (handshake and idle timeouts,
   ``max_connections``, streams per connection) and ``ensure_fd_room`` (the open-file limit
   raised for them: by the serving command, not ``start_server``).

@@ -18,7 +18,7 @@ from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.core.wire_limits import UINT32_LIMIT
 from edgespec.errors import UserInputError
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import PROTOCOL_VERSION
+from edgespec.runtime.messages import PROTOCOL_VERSION, SessionSpec
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.service import VerificationService
 from edgespec.runtime.validation import check_identifier
@@ -32,9 +32,9 @@ from edgespec.runtime.wire.codec import (
 from edgespec.runtime.wire.fused_codec import fused_call_from_proto, fused_round_to_proto
 from edgespec.runtime.wire.grpc_common import GRPC_STATUS, message_size_options, pb_grpc
 from edgespec.runtime.wire.grpc_limits import connection_options
-from edgespec.runtime.wire.hidden_reply_size import check_hidden_reply
 from edgespec.runtime.wire.logprob_codec import PROMPT, logprobs_to_proto
 from edgespec.runtime.wire.ports import ensure_port_free
+from edgespec.runtime.wire.reply_size import check_first_reply
 from edgespec.runtime.wire.requests import decoded, generate_from_proto, lenient
 
 _METHODS = {  # name: (streams its response, request message, response message)
@@ -127,10 +127,14 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
             raise RequestError(ErrorCode.UNAUTHENTICATED, "invalid auth token")
         return token
 
+    def _check_first_reply(self, spec: SessionSpec) -> None:
+        backend = self._service.engine.backend
+        check_first_reply(spec, backend, backend.vocab_size, self._service.config)
+
     async def OpenSession(self, request: Any, context: Any) -> Any:
         def open_(owner: str | None) -> Any:
             spec = spec_from_proto(request)
-            check_hidden_reply(spec, self._service.engine.backend, self._service.config)
+            self._check_first_reply(spec)
             self._service.open_session(spec, owner)
             return pb.OpenSessionResponse(
                 session_id=spec.session_id,
@@ -161,6 +165,8 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
         try:
             owner = self._authenticate(context)
             spec, fused = generate_from_proto(decoded(request))
+            if not fused:  # a fused run returns no hidden states or log-probabilities
+                self._check_first_reply(spec)
             given: list[TokenLogprobs] = []  # the next chunk's, given before it is yielded
             prompt: list[TokenLogprobs] = []  # the prompt's, before the first chunk
             chunks = self._service.generate(spec, fused, request.gamma, owner, given.extend,

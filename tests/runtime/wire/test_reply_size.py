@@ -19,8 +19,8 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.messages import SessionSpec
 from edgespec.runtime.wire.codec import hidden_from_bytes, pb, spec_to_proto
 from edgespec.runtime.wire.grpc_common import pb_grpc
-from edgespec.runtime.wire.hidden_reply_size import max_reply_bytes
 from edgespec.runtime.wire.inprocess import target_greedy_decode
+from edgespec.runtime.wire.reply_size import max_reply_bytes
 from tests.runtime.conftest import ServerFactory
 
 LIMIT = 4096  # bytes
