@@ -4,16 +4,18 @@ caller's deadline passed (the drafter's resend,
 being verified is taken over (:func:`take_over`: its place, its pass, its prefill parts);
 one whose caller left it queued, or between prefill parts, gives the resend its arrival and
 deadline (:class:`LeftCalls`), so a resent call keeps its place in the batching policy's
-order."""
+order; one whose caller's deadline passed before its pass is left so too
+(:func:`still_waiting`)."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from edgespec.core.types import PendingVerification
-from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.errors import DEADLINE_EXCEEDED, ErrorCode, RequestError
 from edgespec.runtime.messages import VerifyCall, VerifyReply
 from edgespec.runtime.server.engine_checks import same_request
 
@@ -27,6 +29,7 @@ class QueueEntry:
     serial: int  # the session it was admitted for (SessionTable.session_serial)
     future: asyncio.Future[VerifyReply]
     closed: bool = False  # its session closed while its batch ran
+    expires_s: float = math.inf  # its caller's deadline, on the scheduler's clock
 
 
 def take_over(entries: Iterable[QueueEntry], call: VerifyCall) -> QueueEntry | None:
@@ -76,3 +79,16 @@ class LeftCalls:
             return pending
         earlier = left.pending
         return replace(pending, enqueued_s=earlier.enqueued_s, deadline_s=earlier.deadline_s)
+
+
+def still_waiting(taken: list[QueueEntry], now_s: float, left: LeftCalls) -> list[QueueEntry]:
+    """The entries of ``taken`` (for a pass at ``now_s``) whose callers still wait: one
+    whose deadline has passed is answered so and ``left`` (a resend keeps its place), as a
+    caller that went away; gRPC cancels its handler only a moment after its deadline, when
+    its pass may have started."""
+    for e in taken:
+        if e.expires_s <= now_s and not e.future.done():
+            message = f"{DEADLINE_EXCEEDED} before this verification's pass: nothing verified"
+            e.future.set_exception(RequestError(ErrorCode.UNAVAILABLE, message))
+            left.left(e)
+    return [e for e in taken if not e.future.done()]

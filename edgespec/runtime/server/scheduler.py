@@ -13,6 +13,7 @@ whole group is there or ``group_wait_s`` has passed
 from __future__ import annotations
 
 import asyncio
+import math
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +29,7 @@ from edgespec.runtime.server.batch_planner import BatchPlanner
 from edgespec.runtime.server.counters import ServiceCounters
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.server.prefill_parts import PrefillPart
-from edgespec.runtime.server.resends import LeftCalls, QueueEntry, take_over
+from edgespec.runtime.server.resends import LeftCalls, QueueEntry, still_waiting, take_over
 from edgespec.runtime.server.round_log import RoundLog
 from edgespec.runtime.server.verification import rule_labels
 
@@ -38,7 +39,8 @@ class Scheduler:
     that batches them onto ``engine``.
 
     A call is verified only if its caller still waits when its forward pass starts: one
-    cancelled while queued leaves the queue and its session does not advance. Once its
+    cancelled while queued, or whose deadline has passed, leaves the queue and its session
+    does not advance. Once its
     pass has started it commits, and its session stays in flight until the batch ends (a
     retry of that round then gets its outcome again,
     :meth:`~edgespec.runtime.server.engine_sessions.SessionTable.replay`). A session that
@@ -80,25 +82,35 @@ class Scheduler:
         return {*(e.call.session_id for e in self.queue.values()), *running}
 
     def enqueue(
-        self, pending: PendingVerification, call: VerifyCall
+        self, pending: PendingVerification, call: VerifyCall, time_left_s: float | None = None
     ) -> asyncio.Future[VerifyReply]:
-        """Queue an admitted call; the future of its reply, for :meth:`wait`. A grouped
+        """Queue an admitted call (``time_left_s``: its caller's, ``None`` without a
+        deadline); the future of its reply, for :meth:`wait`. A grouped
         call whose ``batch_calls`` differs from its group's is ``INVALID_ARGUMENT``, nothing
         queued (:meth:`.batch_groups.BatchGroups.hold`): raised here, not in the wait, so
         the service counts it as it counts its own checks' refusals."""
         future: asyncio.Future[VerifyReply] = asyncio.get_running_loop().create_future()
         serial = self._engine.session_serial(call.session_id)
         self._groups.hold(pending.entry_id, pending.client_id, call)
-        self.queue[pending.entry_id] = QueueEntry(pending, call, serial, future)
+        expires_s = self._expiry(time_left_s)
+        self.queue[pending.entry_id] = QueueEntry(pending, call, serial, future, False, expires_s)
         self._wake.set()
         return future
 
-    def take_over(self, call: VerifyCall) -> tuple[int, asyncio.Future[VerifyReply]] | None:
+    def take_over(
+        self, call: VerifyCall, time_left_s: float | None = None
+    ) -> tuple[int, asyncio.Future[VerifyReply]] | None:
         """A resend of the call its session has queued or in the batch being verified takes
-        that entry over (:func:`~edgespec.runtime.server.resends.take_over`): (entry id, its
-        reply's future), for :meth:`wait`; ``None``: no such entry."""
+        that entry over (:func:`~edgespec.runtime.server.resends.take_over`), with its own
+        deadline: (entry id, its reply's future), for :meth:`wait`; ``None``: no such entry."""
         entry = take_over((*self._in_batch, *self.queue.values()), call)
-        return None if entry is None else (entry.pending.entry_id, entry.future)
+        if entry is None:
+            return None
+        entry.expires_s = self._expiry(time_left_s)
+        return entry.pending.entry_id, entry.future
+
+    def _expiry(self, time_left_s: float | None) -> float:
+        return math.inf if time_left_s is None else self._clock() + time_left_s
 
     async def wait(self, entry_id: int, future: asyncio.Future[VerifyReply]) -> VerifyReply:
         """The reply of queue entry ``entry_id`` (:meth:`enqueue`'s or :meth:`take_over`'s
@@ -147,7 +159,7 @@ class Scheduler:
         while True:
             entry_ids = await self._next_plan()
             taken = [self.queue.pop(i) for i in entry_ids]
-            self._in_batch = [e for e in taken if not e.future.done()]  # callers still there
+            self._in_batch = still_waiting(taken, self._clock(), self.left_calls)
             if self._in_batch:
                 await self._verify(self._in_batch)
             self._in_batch = []  # (a cancelled run leaves it to stop())

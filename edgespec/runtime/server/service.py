@@ -143,9 +143,12 @@ class VerificationService:
         self._counters.num_sessions_closed += closed
         return closed
 
-    async def verify(self, call: VerifyCall, owner: str | None = None) -> VerifyReply:
+    async def verify(
+        self, call: VerifyCall, owner: str | None = None, time_left_s: float | None = None
+    ) -> VerifyReply:
         """Validate, enqueue and wait for the batch that verifies ``call`` (for ``owner``,
-        the caller's identity when auth is on). A retry of the session's last committed
+        the caller's identity when auth is on; ``time_left_s``: its caller's, dropped when
+        it is gone at its pass). A retry of the session's last committed
         round (its caller lost the reply) gets that reply again at once, with ``queue_s``,
         ``verify_s`` and ``batch_size`` 0; a resend of the call still queued or being
         verified (its caller gone past its deadline) takes it over
@@ -154,7 +157,9 @@ class VerificationService:
 
         scheduler = self._scheduler
         self._guard(lambda: self._admission.clients.check_owner(call.session_id, owner))
-        taken = scheduler.take_over(call)  # a resend of the call still queued or running
+        taken = scheduler.take_over(
+            call, time_left_s
+        )  # a resend of the call still queued or running
         if taken is not None:  # (before a replay: a round its batch has committed but not
             self._counters.num_resent += 1  # yet answered is still that batch's)
             return await scheduler.wait(*taken)
@@ -175,7 +180,9 @@ class VerificationService:
             return kept
 
         pending = self._guard(check)
-        future = self._guard(lambda: scheduler.enqueue(pending, call))  # a group's refusal too
+        future = self._guard(
+            lambda: scheduler.enqueue(pending, call, time_left_s)
+        )  # a group's refusal too
         return await scheduler.wait(pending.entry_id, future)
 
     async def generate(

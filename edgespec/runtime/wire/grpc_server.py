@@ -148,7 +148,8 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
         async def verify(owner: str | None) -> Any:
             vocab_size = self._service.engine.backend.vocab_size
             call = call_from_proto(request, vocab_size, self._service.config.max_draft_tokens)
-            return reply_to_proto(await self._service.verify(call, owner=owner))
+            time_left_s = context.time_remaining()  # None: no deadline
+            return reply_to_proto(await self._service.verify(call, owner, time_left_s))
 
         return await self._run("Verify", context, request, verify)
 
