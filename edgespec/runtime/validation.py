@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from edgespec.core.tree import tree_problem
+from edgespec.core.types import FloatArray
 from edgespec.runtime.compact_probs import CompactProbs
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import VerifyCall
@@ -100,6 +101,24 @@ DRAFT_PROB_SUM_TOLERANCE = 1e-3
 vocabulary stays far below it)."""
 
 
+def _check_prob_values(probs: FloatArray | CompactProbs) -> None:
+    """``INVALID_ARGUMENT`` naming q's first entry that is not finite or is negative."""
+    values = probs.values if isinstance(probs, CompactProbs) else probs.reshape(-1)
+    bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
+    if not bad.size:
+        return
+    j = int(bad[0])
+    if isinstance(probs, CompactProbs):
+        row, token = int(np.searchsorted(probs.offsets, j, side="right")) - 1, int(probs.ids[j])
+    else:
+        row, token = divmod(j, probs.shape[1])
+    raise RequestError(
+        ErrorCode.INVALID_ARGUMENT,
+        f"draft_probs row {row} gives token {token} {float(values[j])}: a probability is "
+        "finite and >= 0",
+    )
+
+
 def check_draft_probs(call: VerifyCall, vocab: int) -> None:
     """Stochastic verification needs q: K × V, finite, ≥ 0, rows summing to 1,
     q_i(draft_i) > 0. A :class:`CompactProbs` q is checked on its entries alone (its other
@@ -113,9 +132,7 @@ def check_draft_probs(call: VerifyCall, vocab: int) -> None:
             ErrorCode.INVALID_ARGUMENT,
             f"draft_probs has shape {probs.shape}, expected ({k}, {vocab})",
         )
-    values = probs.values if isinstance(probs, CompactProbs) else probs
-    if not np.all(np.isfinite(values)) or (values.size and values.min() < 0):
-        raise RequestError(ErrorCode.INVALID_ARGUMENT, "draft_probs must be finite and >= 0")
+    _check_prob_values(probs)
     if isinstance(probs, CompactProbs):
         sums = probs.row_sums()
     else:

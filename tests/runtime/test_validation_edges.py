@@ -8,6 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from edgespec.runtime.compact_probs import CompactProbs
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import VerifyCall
 from edgespec.runtime.validation import (
@@ -90,8 +91,17 @@ def test_draft_probs_shape_names_both_dimensions() -> None:
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.25])
 def test_draft_probs_finite_and_non_negative(bad: float) -> None:
-    call = _call((1,), [[0.5, 0.75, bad, 0.0]])
-    assert _message(lambda: check_draft_probs(call, 4)) == "draft_probs must be finite and >= 0"
+    """The first bad entry is named by its row, token and value (dense and compact q)."""
+    call = _call((1, 0), [[0.5, 0.5, 0.0, 0.0], [0.5, 0.5, bad, bad]])
+    assert _message(lambda: check_draft_probs(call, 4)) == (
+        f"draft_probs row 1 gives token 2 {bad}: a probability is finite and >= 0"
+    )
+    compact = CompactProbs(np.array([0, 2, 4]), np.array([0, 1, 1, 3], np.int32),
+                           np.array([0.5, 0.5, 0.5, bad], np.float32), 4)  # fmt: skip
+    call = VerifyCall("s", 3, (1, 1), compact)
+    assert _message(lambda: check_draft_probs(call, 4)) == (
+        f"draft_probs row 1 gives token 3 {bad}: a probability is finite and >= 0"
+    )
 
 
 def test_draft_probs_rows_sum_to_one_within_tolerance() -> None:

@@ -46,16 +46,23 @@ def compact_from_proto(msg: Any, num_tokens: int, vocab_size: int) -> CompactPro
             f"draft_support_sizes add up to {int(sizes.sum())}, but draft_support_ids has "
             f"{ids.size} and draft_probs {len(msg.draft_probs)} entries",
         )
-    if ids.size and int(ids.max()) >= vocab_size:
+    rows = np.repeat(np.arange(num_tokens, dtype=np.int64), sizes)
+    outside = np.flatnonzero(ids >= vocab_size)
+    if outside.size:
+        j = int(outside[0])
         raise RequestError(
             ErrorCode.INVALID_ARGUMENT,
-            f"draft_support_ids holds token {int(ids.max())}, outside the target's "
-            f"vocabulary of {vocab_size}",
+            f"draft_support_ids[{j}] (row {int(rows[j])}) is token {int(ids[j])}, outside the "
+            f"target's vocabulary of {vocab_size}",
         )
-    keys = np.repeat(np.arange(num_tokens, dtype=np.int64), sizes) * vocab_size + ids
+    keys = rows * vocab_size + ids
     order = np.argsort(keys, kind="stable")
-    if np.any(np.diff(keys[order]) == 0):
-        raise RequestError(ErrorCode.INVALID_ARGUMENT, "draft_support_ids repeats a token in a row")
+    repeated = np.flatnonzero(np.diff(keys[order]) == 0)
+    if repeated.size:
+        row, token = divmod(int(keys[order][repeated[0]]), vocab_size)
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT, f"draft_support_ids gives row {row} token {token} twice"
+        )
     values = np.asarray(msg.draft_probs, dtype=np.float32)[order]
     offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
     return CompactProbs(offsets, ids[order].astype(np.int32), values, vocab_size)
@@ -77,7 +84,12 @@ def probs_from_proto(
     if not len(msg.draft_probs):
         return None
     flat = np.asarray(msg.draft_probs, dtype=np.float32)
-    if not num_tokens or flat.size % num_tokens:
+    if not num_tokens:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"draft_probs has {flat.size} values for an empty draft block (no draft tokens, no q)",
+        )
+    if flat.size % num_tokens:
         raise RequestError(
             ErrorCode.INVALID_ARGUMENT,
             f"draft_probs has {flat.size} values, not a multiple of {num_tokens} tokens",

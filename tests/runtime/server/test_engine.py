@@ -199,8 +199,14 @@ def test_reference_decoding_equals_transformers_generate(
     ("probs", "message"),
     [
         (np.full((2, 5), 0.2), "draft_probs has shape (2, 5), expected (2, 64)"),
-        (np.full((2, 64), -1.0), "draft_probs must be finite and >= 0"),
-        (np.full((2, 64), np.nan), "draft_probs must be finite and >= 0"),
+        (
+            np.full((2, 64), -1.0),
+            "draft_probs row 0 gives token 0 -1.0: a probability is finite and >= 0",
+        ),
+        (
+            np.where(np.arange(128).reshape(2, 64) == 69, np.nan, 1 / 64),
+            "draft_probs row 1 gives token 5 nan: a probability is finite and >= 0",
+        ),
         (np.eye(2, 64)[::-1].copy(), "draft_probs row 0 gives its own draft token 0 probability 0"),
     ],
 )

@@ -151,7 +151,10 @@ def _probs_without_tokens(request: Any) -> None:
             "payload 'csi' has shape [1, 1, 1, 1, 1, 1, 1, 1, 1] ...: at most 8 dimensions "
             "whose nonzero sizes multiply to at most 16777216",
         ),
-        (_probs_without_tokens, "draft_probs has 2 values, not a multiple of 0 tokens"),
+        (
+            _probs_without_tokens,
+            "draft_probs has 2 values for an empty draft block (no draft tokens, no q)",
+        ),
     ],
     ids=[
         "empty-payload-name",

@@ -96,11 +96,11 @@ def _compact(sizes: list[int], ids: list[int], values: list[float]) -> Callable[
         ),
         (
             _compact([1, 1], [1, 9], [1.0, 1.0]),
-            "draft_support_ids holds token 9, outside the target's vocabulary of 5",
+            "draft_support_ids[1] (row 1) is token 9, outside the target's vocabulary of 5",
         ),
         (
             _compact([1, 2], [1, 2, 2], [1.0, 0.5, 0.5]),
-            "draft_support_ids repeats a token in a row",
+            "draft_support_ids gives row 1 token 2 twice",
         ),
     ],
 )
