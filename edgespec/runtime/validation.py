@@ -114,8 +114,8 @@ def _check_prob_values(probs: FloatArray | CompactProbs) -> None:
         row, token = divmod(j, probs.shape[1])
     raise RequestError(
         ErrorCode.INVALID_ARGUMENT,
-        f"draft_probs row {row} gives token {token} {float(values[j])}: a probability is "
-        "finite and >= 0",
+        f"draft_probs row {row} gives token {token} {float(values[j])}: "
+        "a probability is finite and >= 0",
     )
 
 
