@@ -114,8 +114,11 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
         """The caller's identity (its token) when auth is on, else ``None``."""
         if not self._tokens:
             return None
-        metadata = dict(context.invocation_metadata() or ())
-        header = metadata.get("authorization", "")
+        headers = [v for k, v in context.invocation_metadata() or () if k == "authorization"]
+        if len(headers) > 1:  # a proxy reading the first would see another identity
+            message = f"authorization metadata given {len(headers)} times; give it once"
+            raise RequestError(ErrorCode.UNAUTHENTICATED, message)
+        header = headers[0] if headers else ""
         if not header:
             raise RequestError(ErrorCode.UNAUTHENTICATED, "missing auth token")
         if not header.startswith("Bearer "):

@@ -53,6 +53,13 @@ def test_auth_tokens(make_server: ServerFactory) -> None:
         grpc.StatusCode.UNAUTHENTICATED,
         "authorization metadata must be 'Bearer <token>'",
     )
+    twice = (("authorization", "Bearer wrong"), ("authorization", "Bearer alpha-secret"))
+    with pytest.raises(grpc.RpcError) as info:  # the last one was taken
+        stub.Stats(pb.StatsRequest(), metadata=twice)
+    assert (info.value.code(), info.value.details()) == (
+        grpc.StatusCode.UNAUTHENTICATED,
+        "authorization metadata given 2 times; give it once",
+    )
 
 
 def test_an_empty_auth_token_is_a_config_error_not_open_access() -> None:
