@@ -4,13 +4,16 @@ session closes or a batch fails."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from collections.abc import Awaitable
 from typing import Any
 
 from edgespec.config import from_dict
 from edgespec.policies.batching import FcfsBatching
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.messages import SessionSpec
+from edgespec.runtime.errors import RequestError
+from edgespec.runtime.messages import SessionSpec, VerifyReply
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.server.service import VerificationService
@@ -39,12 +42,21 @@ class GatedTarget(WrappedTarget):
 
 
 def gated_service(
-    target: TransformersTarget, *sids: str
+    target: TransformersTarget, *sids: str, config: dict[str, Any] | None = None
 ) -> tuple[VerificationService, GatedTarget]:
-    """A service over a gated target with sessions ``sids`` open on PROMPT, greedy."""
+    """A service over a gated target (``config``: ServerConfig fields) with sessions
+    ``sids`` open on PROMPT, greedy."""
     backend = GatedTarget(target)
     engine = VerificationEngine(backend)
-    service = VerificationService(engine, from_dict(ServerConfig, {}), FcfsBatching())
+    service = VerificationService(engine, from_dict(ServerConfig, config or {}), FcfsBatching())
     for sid in sids:
         service.open_session(SessionSpec(sid, "x", PROMPT, GREEDY))
     return service, backend
+
+
+async def outcome(call: Awaitable[VerifyReply]) -> VerifyReply | RequestError:
+    """A verify call's reply, or the request error it raised (within 10 s)."""
+    try:
+        return await asyncio.wait_for(call, 10)
+    except RequestError as exc:
+        return exc

@@ -12,28 +12,16 @@ from typing import Any
 import grpc
 import pytest
 
-from edgespec.config import from_dict
-from edgespec.policies.batching import FcfsBatching
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
-from edgespec.runtime.server.config import ServerConfig
-from edgespec.runtime.server.engine import VerificationEngine
-from edgespec.runtime.server.service import VerificationService
 from edgespec.runtime.wire.codec import pb, spec_to_proto
 from edgespec.runtime.wire.grpc_common import pb_grpc
 from tests.runtime.bad_cases import GREEDY, PROMPT
 from tests.runtime.conftest import ServerFactory
-from tests.runtime.server.gated_service import GatedTarget
+from tests.runtime.server.gated_service import gated_service, outcome
 
 N = len(PROMPT)
-
-
-async def _outcome(call: Any) -> VerifyReply | RequestError:
-    try:
-        return await asyncio.wait_for(call, 10)
-    except RequestError as exc:
-        return exc
 
 
 def test_a_call_whose_deadline_passed_while_queued_is_not_verified(
@@ -43,23 +31,18 @@ def test_a_call_whose_deadline_passed_while_queued_is_not_verified(
     answered without a pass, its session where it was; b sent again keeps its arrival."""
 
     async def scenario() -> list[Any]:
-        backend = GatedTarget(target)
-        engine = VerificationEngine(backend)
-        config = from_dict(ServerConfig, {"max_batch_size": 1})
-        service = VerificationService(engine, config, FcfsBatching())
-        for sid in "abc":
-            service.open_session(SessionSpec(sid, sid, PROMPT, GREEDY))
+        service, backend = gated_service(target, *"abc", config={"max_batch_size": 1})
         await service.start()
         a = asyncio.ensure_future(service.verify(VerifyCall("a", N, (20, 18))))
         assert await asyncio.to_thread(backend.entered.wait, 10)
         b_call = VerifyCall("b", N, (20,))
-        b = asyncio.ensure_future(_outcome(service.verify(b_call, time_left_s=0.05)))
+        b = asyncio.ensure_future(outcome(service.verify(b_call, time_left_s=0.05)))
         c = asyncio.ensure_future(service.verify(VerifyCall("c", N, (20, 18, 3))))
         await asyncio.sleep(0.2)
         backend.gate.set()
         expired = await b
-        tokens = len(engine.session_tokens("b"))
-        resent = await _outcome(service.verify(b_call, time_left_s=5.0))
+        tokens = len(service.engine.session_tokens("b"))
+        resent = await outcome(service.verify(b_call, time_left_s=5.0))
         results = [expired, tokens, resent, await c, await a, backend.passes]
         await service.stop()
         return results

@@ -26,7 +26,7 @@ from edgespec.runtime.server.service import VerificationService
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.bad_cases import GREEDY, PROMPT
 from tests.runtime.semantic_helpers import rows
-from tests.runtime.server.gated_service import GatedTarget
+from tests.runtime.server.gated_service import GatedTarget, outcome
 from tests.runtime.server.gated_service import gated_service as _service
 from tests.runtime.server.semantic_engine import PROMPT as SEMANTIC_PROMPT
 from tests.runtime.server.semantic_engine import open_semantic, semantic_engine
@@ -34,13 +34,6 @@ from tests.runtime.server.test_semantic_rule import _block as semantic_block
 
 N = len(PROMPT)
 LONG = tuple((7 * i + 3) % 64 for i in range(40))
-
-
-async def _outcome(call: Any) -> VerifyReply | RequestError:
-    try:
-        return await asyncio.wait_for(call, 10)
-    except RequestError as exc:
-        return exc
 
 
 def test_a_resend_is_the_same_block_and_the_same_payload_names() -> None:
@@ -61,9 +54,9 @@ def test_a_caller_still_waiting_is_told_a_resend_took_its_call_over(
     async def scenario() -> list[Any]:
         service, backend = _service(target, "a")
         await service.start()
-        first = asyncio.ensure_future(_outcome(service.verify(call)))
+        first = asyncio.ensure_future(outcome(service.verify(call)))
         assert await asyncio.to_thread(backend.entered.wait, 10)
-        resent = asyncio.ensure_future(_outcome(service.verify(call)))
+        resent = asyncio.ensure_future(outcome(service.verify(call)))
         await asyncio.sleep(0.05)
         backend.gate.set()
         results = [await first, await resent, backend.passes, service.metrics().num_resent]
@@ -96,9 +89,9 @@ def test_a_resend_of_a_queued_call_keeps_its_place_and_arrival(
         await service.start()
         a = asyncio.ensure_future(service.verify(VerifyCall("a", N, (20, 18))))
         assert await asyncio.to_thread(backend.entered.wait, 10)
-        first = asyncio.ensure_future(_outcome(service.verify(b_call)))
+        first = asyncio.ensure_future(outcome(service.verify(b_call)))
         await asyncio.sleep(0.2)
-        resent = asyncio.ensure_future(_outcome(service.verify(b_call)))
+        resent = asyncio.ensure_future(outcome(service.verify(b_call)))
         await asyncio.sleep(0.05)
         depth = len(service._scheduler.queue)
         backend.gate.set()
@@ -148,7 +141,7 @@ def test_a_long_prompts_parts_go_on_for_a_resend(target: TransformersTarget) -> 
         backend.gate.set()
         await asyncio.sleep(0.3)
         queued_meanwhile = len(service._scheduler.queue)
-        again = await _outcome(service.verify(call))
+        again = await outcome(service.verify(call))
         results = [queued_meanwhile, again, backend.passes, service.stats()]
         await service.stop()
         return results
@@ -186,7 +179,7 @@ def test_a_resend_after_its_caller_left_the_queue_keeps_its_arrival(
         await asyncio.sleep(0.1)
         first.cancel()
         await asyncio.sleep(0.1)
-        resent = asyncio.ensure_future(_outcome(service.verify(b_call)))
+        resent = asyncio.ensure_future(outcome(service.verify(b_call)))
         await asyncio.sleep(0.05)
         backend.gate.set()
         results = [await resent, await c, await a, backend.passes, service.metrics().num_resent]
@@ -216,7 +209,7 @@ def test_a_semantic_sh_first_call_sent_again_gets_its_hidden_state_request_again
         await service.start()
         try:
             first = await service.verify(call)
-            again = await _outcome(service.verify(call))
+            again = await outcome(service.verify(call))
             assert first.outcome.hidden_request is not None
             with pytest.raises(RequestError) as alone:  # the engine without the service
                 engine.validate(call, 16)
@@ -260,17 +253,17 @@ def test_a_resend_while_its_committed_batch_winds_up_is_answered_by_that_batch(
         service = VerificationService(engine, from_dict(ServerConfig, {}), FcfsBatching())
         service.open_session(SessionSpec("a", "x", PROMPT, GREEDY))
         await service.start()
-        first = asyncio.ensure_future(_outcome(service.verify(call)))
+        first = asyncio.ensure_future(outcome(service.verify(call)))
         assert await asyncio.to_thread(committed.wait, 10)
         first.cancel()  # its caller gone past its deadline
-        resent = asyncio.ensure_future(_outcome(service.verify(call)))
+        resent = asyncio.ensure_future(outcome(service.verify(call)))
         await asyncio.sleep(0.1)
         answered_before_its_batch = resent.done()
         release.set()
         reply = await resent
         assert isinstance(reply, VerifyReply)
         done = len(reply.outcome.committed_token_ids)
-        following = await _outcome(service.verify(VerifyCall("a", N + done, (5,))))
+        following = await outcome(service.verify(VerifyCall("a", N + done, (5,))))
         await service.stop()
         return answered_before_its_batch, reply, following
 
@@ -291,9 +284,9 @@ def test_another_clients_copy_of_a_running_call_takes_nothing_over(
         service, backend = _service(target)
         service.open_session(SessionSpec("a", "x", PROMPT, GREEDY), "token-a")
         await service.start()
-        first = asyncio.ensure_future(_outcome(service.verify(call, "token-a")))
+        first = asyncio.ensure_future(outcome(service.verify(call, "token-a")))
         assert await asyncio.to_thread(backend.entered.wait, 10)
-        stolen = await _outcome(service.verify(call, "token-b"))
+        stolen = await outcome(service.verify(call, "token-b"))
         backend.gate.set()
         results = [await first, stolen, service.metrics().num_resent]
         await service.stop()

@@ -26,15 +26,9 @@ from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.bad_cases import GREEDY, PROMPT
 from tests.runtime.conftest import ServerFactory
 from tests.runtime.server.gated_service import gated_service as _service
+from tests.runtime.server.gated_service import outcome
 
 N = len(PROMPT)
-
-
-async def _outcome(call: Any) -> VerifyReply | RequestError:
-    try:
-        return await asyncio.wait_for(call, 10)
-    except RequestError as exc:
-        return exc
 
 
 def _error(result: object) -> tuple[ErrorCode, str]:
@@ -65,13 +59,13 @@ def test_a_resend_of_a_round_whose_caller_went_away_mid_pass_takes_the_pass_over
         first = asyncio.ensure_future(service.verify(call))
         assert await asyncio.to_thread(backend.entered.wait, 10)
         first.cancel()
-        blocked = await _outcome(service.verify(VerifyCall("a", N, (5,))))
+        blocked = await outcome(service.verify(VerifyCall("a", N, (5,))))
         resent = asyncio.ensure_future(service.verify(call))
         await asyncio.sleep(0.05)
         backend.gate.set()
-        during = await _outcome(resent)
-        retry = await _outcome(service.verify(call))
-        other = await _outcome(service.verify(VerifyCall("a", N, (5,))))
+        during = await outcome(resent)
+        retry = await outcome(service.verify(call))
+        other = await outcome(service.verify(VerifyCall("a", N, (5,))))
         tokens = service.engine.session_tokens("a")
         await service.stop()
         return [blocked, during, retry, other, tokens, backend.passes]
@@ -114,9 +108,9 @@ def test_a_caller_gone_before_a_failed_batch_reruns_is_never_verified(
         assert await asyncio.to_thread(backend.entered.wait, 10)
         tasks[0].cancel()
         backend.gate.set()
-        b = await _outcome(tasks[1])
+        b = await outcome(tasks[1])
         tokens = service.engine.session_tokens("a")
-        again = await _outcome(service.verify(VerifyCall("a", N, (1, 2))))
+        again = await outcome(service.verify(VerifyCall("a", N, (1, 2))))
         await service.stop()
         return [b, tokens, again, backend.passes]
 
@@ -140,12 +134,12 @@ def test_closing_a_session_mid_pass_fails_its_call_and_frees_its_id(
         old = asyncio.ensure_future(service.verify(VerifyCall("a", N, (1, 2))))
         assert await asyncio.to_thread(backend.entered.wait, 10)
         assert service.close_session("a")
-        closed = await _outcome(old)
+        closed = await outcome(old)
         service.open_session(SessionSpec("a", "y", other, GREEDY))
         new = asyncio.ensure_future(service.verify(VerifyCall("a", len(other), ())))
         await asyncio.sleep(0)
         backend.gate.set()
-        reply = await _outcome(new)
+        reply = await outcome(new)
         tokens = service.engine.session_tokens("a")
         await service.stop()
         return [closed, reply, tokens]
