@@ -202,9 +202,9 @@ def simulate(
 
 def _tell_the_end(state: SimState, record_rounds: bool) -> UnfinishedCount:
     """Give the sink the run's end counts: the committed tokens when it saw no round
-    records, and the requests unfinished (returned)."""
-    if not record_rounds:  # else the sink counted every round's record
-        state.sink.committed(state.num_committed_tokens)
+    records (else 0 more: it counted every round's record, none if none was verified),
+    and the requests unfinished (returned)."""
+    state.sink.committed(0 if record_rounds else state.num_committed_tokens)
     scenario = state.scenario
     unfinished = unfinished_count(state.devices, scenario.slo_classes, scenario.duration_s)
     state.sink.unfinished(unfinished)

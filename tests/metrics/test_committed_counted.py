@@ -18,7 +18,7 @@ from edgespec.cli import main
 from edgespec.config import apply_overrides
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.shards import simulate_sharded
-from edgespec.sim.simulator import run_scenario, simulate
+from edgespec.sim.simulator import StreamSink, run_scenario, simulate
 from edgespec.sweeps.executor import SerialExecutor
 from tests.sim.helpers import tiny_scenario
 from tests.sim.test_shards import pinned
@@ -71,3 +71,22 @@ def test_edgespec_sim_without_rounds_and_a_sweep_report_it(
     assert committed["7"] == str(kept["num_committed_tokens"])
     assert committed["8"] not in ("", "None")
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("rounds", [["--rounds"], []], ids=["rounds", "no-rounds"])
+def test_a_run_that_verified_no_round_counts_zero_committed(
+    tmp_path: Path, rounds: list[str]
+) -> None:
+    """0, not null, with round records too (was null: none was there to count)."""
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(json.dumps(tiny_scenario(duration_s=0.001)))
+    out = tmp_path / "run"
+    assert main(["sim", str(scenario), "--out", str(out), "--quiet", "--no-plots", *rounds]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["num_batches"] == 0
+    assert (metrics["num_committed_tokens"], metrics["committed_goodput_tokens_per_s"]) == (0, 0)
+    sink = StreamSink()
+    run = simulate(
+        scenario_from_dict(tiny_scenario(duration_s=0.001, record_rounds=True)), sink=sink
+    )
+    assert sink.acc.finish(run.duration_s, run.num_servers).num_committed_tokens == 0
