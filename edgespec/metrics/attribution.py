@@ -5,14 +5,19 @@ A round *violates* when its verification ends after its deadline
 
     ρ = t_verify / MA_W(t_verify),
 
-with MA_W the mean verification time of the last ``window`` batches on the same server,
-this round's batch included (so ρ is defined from the first batch on). A violated round is
-*compute-dominant* when ρ > ``threshold`` (the paper's τ, 1.5): its batch took unusually
-long; otherwise *queue-dominant*: it waited too long for a batch of ordinary length.
+with t_verify its batch's verification time and MA_W the mean verification time of the
+last ``window`` batches on the same server, this round's batch included (so ρ is defined
+from the first batch on). A violated round is *compute-dominant* when ρ > ``threshold``
+(the paper's τ, 1.5): its batch took unusually long; otherwise *queue-dominant*: it waited
+too long for a batch of ordinary length.
 
 Batches are recovered from the round records: the rounds of one batch share the server and
-the verification's (start, end). Pure aggregation over the shared record type, so the
-simulator's rounds and the real drafter's can both be attributed.
+the verification's end (a server runs one pass at a time), and its time is the longest
+``verify_s`` among them (the simulator's fused round counts its co-located draft's part of
+the pass as ``draft_s``, a distributed round batched with it the whole pass as its
+``verify_s``; a batch of fused rounds alone leaves that part out). Pure aggregation over
+the shared record type, so the simulator's rounds and the real drafter's can both be
+attributed.
 """
 
 from __future__ import annotations
@@ -73,35 +78,28 @@ def attribute_violations(
     """Eq. 21 attribution of the violated rounds among ``rounds`` (any order)."""
     if window < 1:
         raise ValueError(f"window must be >= 1, got {window}")
-    by_server: dict[int, list[RoundRecord]] = {}
-    for r in rounds:
-        by_server.setdefault(r.server_id, []).append(r)
+    by_server: dict[int, dict[float, list[RoundRecord]]] = {}
+    for r in rounds:  # a server runs one pass at a time: its batches end apart
+        by_server.setdefault(r.server_id, {}).setdefault(round(r.server_done_s, 9), []).append(r)
     num_with_deadline = 0
     violated: list[ViolatedRound] = []
     for server_id in sorted(by_server):
-        records = sorted(by_server[server_id], key=lambda r: (r.server_done_s, r.request_id))
         recent: deque[float] = deque(maxlen=window)
-        total = 0.0
-        last_batch: tuple[float, float] | None = None
-        for r in records:
-            done = r.server_done_s
-            batch = (round(done - r.verify_s, 9), round(done, 9))
-            if batch != last_batch:  # a new batch enters the window
-                if len(recent) == window:
-                    total -= recent[0]
-                recent.append(r.verify_s)
-                total += r.verify_s
-                last_batch = batch
-            if r.deadline_s is None:
-                continue
-            num_with_deadline += 1
-            if done > r.deadline_s:
-                mean = total / len(recent)
-                rho = r.verify_s / mean if mean > 0 else 1.0
-                violated.append(
-                    ViolatedRound(
-                        r.request_id, r.round_index, server_id, r.queue_s, r.verify_s, rho,
-                        rho > threshold,
-                    )
-                )  # fmt: skip
+        batches = by_server[server_id]
+        for done_s in sorted(batches):
+            batch = sorted(batches[done_s], key=lambda r: r.request_id)
+            recent.append(max(r.verify_s for r in batch))  # the pass (a fused round's is less)
+            mean = sum(recent) / len(recent)
+            rho = recent[-1] / mean if mean > 0 else 1.0
+            for r in batch:
+                if r.deadline_s is None:
+                    continue
+                num_with_deadline += 1
+                if r.server_done_s > r.deadline_s:
+                    violated.append(
+                        ViolatedRound(
+                            r.request_id, r.round_index, server_id, r.queue_s, r.verify_s, rho,
+                            rho > threshold,
+                        )
+                    )  # fmt: skip
     return ViolationAttribution(window, threshold, num_with_deadline, tuple(violated))

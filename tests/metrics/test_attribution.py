@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -49,6 +50,20 @@ def test_window_limits_the_moving_mean() -> None:
     assert math.isclose(e.rho, 1.6) and e.compute_dominant
     att = attribute_violations(ROUNDS, window=2, threshold=1.7)
     assert att.num_compute_dominant == 0
+
+
+def test_a_mixed_fused_batch_is_one_batch_of_its_whole_pass() -> None:
+    """The simulator's fused round in a batch with a distributed one: its verify_s leaves
+    out the co-located draft's part of the pass (0.1 of 0.3 s), the distributed round's is
+    the whole pass. One batch of 0.3 s (it was two, 0.3 and 0.2, one pulling the mean
+    down): ρ = 0.3 / mean(0.3, 0.3, 0.3) = 1, not 0.3 / mean(0.3, 0.3, 0.2, 0.3) > 1."""
+    fused = dataclasses.replace(rr("y", 2.0, 0.2, 0.0, None), draft_s=0.1, fused=True)
+    fused = dataclasses.replace(fused, start_s=2.0 - 0.3)  # its pass ends at 2.0 s too
+    rounds = [rr("w", 1.0, 0.3, 0.0, None), rr("x", 2.0, 0.3, 0.0, None), fused,
+              rr("z", 3.0, 0.3, 0.5, 2.9)]  # fmt: skip
+    assert fused.server_done_s == 2.0
+    (late,) = attribute_violations(rounds).violated
+    assert (late.request_id, late.rho, late.compute_dominant) == ("z", 1.0, False)
 
 
 def test_nothing_violated_and_bad_window() -> None:
