@@ -26,6 +26,7 @@ from edgespec.runtime.commands.serve_service import (
 from edgespec.runtime.commands.serve_target import TargetChoice, load_target, target_choice
 from edgespec.runtime.commands.signals import stopped
 from edgespec.runtime.commands.stages import Stages
+from edgespec.runtime.edge.block_limit import check_window_fits
 
 __all__ = ["add_arguments", "run"]
 
@@ -112,6 +113,8 @@ def _run(args: argparse.Namespace) -> int:
     semantic_head(config, _say)  # not a head, or another target's: fails before loading
     check_profile(config)  # a drafter's or another model's profile: refused
     window = window_from_args(args)
+    if window is not None:  # its blocks within what this server verifies, before loading
+        check_window_fits(window, False, config.max_draft_tokens)
     round_log = None if args.round_log is None else _round_log(args.round_log)
     apply_cpus_and_threads(args.cpus, args.threads)
     try:

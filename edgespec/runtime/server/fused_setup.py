@@ -16,6 +16,7 @@ from edgespec.policies.history_snapshot import MAX_HISTORY_COUNT, HistorySnapsho
 from edgespec.policies.inputs import WindowHistory
 from edgespec.policies.interfaces import WindowDecision, WindowPolicy
 from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend, hidden_state_drafter
+from edgespec.runtime.edge.block_limit import check_window_fits
 from edgespec.runtime.edge.rounds import decide, pair_state, restore_pair_state
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import DRAFT_HIDDEN, FusedCall, SessionSpec
@@ -203,7 +204,11 @@ class ServerWindow:
 
     __slots__ = ("_lock", "_policy", "_running")
 
-    def __init__(self, policy: WindowPolicy) -> None:
+    def __init__(self, policy: WindowPolicy, max_draft_tokens: int) -> None:
+        """A ``policy`` whose rounds may decide a block over ``max_draft_tokens`` (the
+        longest the server verifies) is a :class:`~edgespec.config.ConfigError`: every
+        fused run, or the device's next round, would be refused when it reached it."""
+        check_window_fits(policy, False, max_draft_tokens)
         self._policy = policy
         self._lock = threading.Lock()
         self._running: dict[str, int] = {}  # pair -> fused runs holding its state

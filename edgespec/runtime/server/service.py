@@ -77,7 +77,7 @@ class VerificationService:
         self.config = config
         self._cloud_only = config.fused_rounds == "cloud_only"
         self._draft_factory = fused_draft_factory(config, draft_factory)  # what fused rounds run
-        self._window = None if window is None else ServerWindow(window)
+        self._window = None if window is None else ServerWindow(window, config.max_draft_tokens)
         self._clock = clock
         self._next_id = 0
         self._tasks: list[asyncio.Task[None]] = []
@@ -148,18 +148,15 @@ class VerificationService:
     ) -> VerifyReply:
         """Validate, enqueue and wait for the batch that verifies ``call`` (for ``owner``,
         the caller's identity when auth is on; ``time_left_s``: its caller's, dropped when
-        it is gone at its pass). A retry of the session's last committed
-        round (its caller lost the reply) gets that reply again at once, with ``queue_s``,
-        ``verify_s`` and ``batch_size`` 0; a resend of the call still queued or being
-        verified (its caller gone past its deadline) takes it over
-        (:meth:`~edgespec.runtime.server.scheduler.Scheduler.take_over`), also once its
-        batch has committed the round and is yet to answer it."""
+        it is gone at its pass). A retry of the session's last committed round (its caller
+        lost the reply) gets that reply again at once, with ``queue_s``, ``verify_s`` and
+        ``batch_size`` 0; a resend of the call still queued or being verified (its caller
+        gone past its deadline) takes it over (:meth:`.scheduler.Scheduler.take_over`),
+        also once its batch has committed the round and is yet to answer it."""
 
         scheduler = self._scheduler
         self._guard(lambda: self._admission.clients.check_owner(call.session_id, owner))
-        taken = scheduler.take_over(
-            call, time_left_s
-        )  # a resend of the call still queued or running
+        taken = scheduler.take_over(call, time_left_s)  # a resend of the call queued or running
         if taken is not None:  # (before a replay: a round its batch has committed but not
             self._counters.num_resent += 1  # yet answered is still that batch's)
             return await scheduler.wait(*taken)
@@ -180,9 +177,8 @@ class VerificationService:
             return kept
 
         pending = self._guard(check)
-        future = self._guard(
-            lambda: scheduler.enqueue(pending, call, time_left_s)
-        )  # a group's refusal too
+        # a group's refusal too
+        future = self._guard(lambda: scheduler.enqueue(pending, call, time_left_s))
         return await scheduler.wait(pending.entry_id, future)
 
     async def generate(

@@ -76,7 +76,7 @@ def _run(
     call = FusedCall("s", len(PROMPT), gamma, HistorySnapshot(num_committed_total=0))
     start = FusedStart(drafter, spec, PROMPT, cloud_only=True)  # type: ignore[arg-type]
     rounds: list[FusedRound] = []
-    window = ServerWindow(policy)
+    window = ServerWindow(policy, 64)
     run_fused_rounds(verifier, call, start, window, clock, rounds.append)  # type: ignore[arg-type]
     return rounds, verifier, policy
 

@@ -77,7 +77,7 @@ def _run(
 def test_a_fused_run_follows_the_server_windows_decisions() -> None:
     policy = StatefulRecording([WindowDecision(3, True), WindowDecision(2, False)])
     start = HistorySnapshot(num_rounds=2, gamma=4, num_committed_total=7, window_state=(1.0,))
-    rounds, drafter = _run(ServerWindow(policy), history=start)
+    rounds, drafter = _run(ServerWindow(policy, 64), history=start)
     assert policy.restored == [("dev", (1.0,)), ("dev", ())]  # handed back, then forgotten
     assert drafter.gammas == [4, 3]  # the third token of each block is wrong
     assert [(r.gamma, r.draft_token_ids) for r in rounds] == [(4, (4, 5, 13, 7)), (3, (7, 8, 16))]
@@ -116,7 +116,7 @@ def test_without_a_server_window_one_round_hands_the_state_back_as_it_came() -> 
 
 def test_the_block_is_capped_by_the_budget_and_a_finished_request_is_not_decided() -> None:
     policy = StatefulRecording([WindowDecision(4, True)])
-    rounds, drafter = _run(ServerWindow(policy), max_new_tokens=3)
+    rounds, drafter = _run(ServerWindow(policy, 64), max_new_tokens=3)
     assert drafter.gammas == [2]  # 3 tokens left: 2 drafted, the verifier adds one
     (only,) = rounds
     assert only.reply.outcome.finished and only.end is not None

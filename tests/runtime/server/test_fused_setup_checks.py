@@ -42,13 +42,13 @@ class _Broken:
 )
 def test_a_broken_server_window_is_internal(answer: str, message: str) -> None:
     with pytest.raises(RequestError) as info:
-        ServerWindow(_Broken(answer)).decide(WindowHistory("p"), 0.0)
+        ServerWindow(_Broken(answer), 64).decide(WindowHistory("p"), 0.0)
     assert info.value.code == ErrorCode.INTERNAL
     assert info.value.message.startswith(message)
 
 
 def test_a_refused_pair_state_is_invalid_argument() -> None:
-    window = ServerWindow(StatefulRecording())
+    window = ServerWindow(StatefulRecording(), 64)
     with pytest.raises(RequestError) as info:
         window.restore("p", (-1.0,))
     assert (info.value.code, info.value.message) == (
@@ -56,7 +56,7 @@ def test_a_refused_pair_state_is_invalid_argument() -> None:
         "history snapshot: window_state refused by window policy StatefulRecording: "
         "negative state (-1.0,)",
     )
-    assert ServerWindow(StaticWindow(3)).state("p") == ()
+    assert ServerWindow(StaticWindow(3), 64).state("p") == ()
 
 
 class _Engine:

@@ -34,7 +34,7 @@ class _Keeping:
 
 def test_every_pair_is_forgotten_when_its_run_hands_its_state_back() -> None:
     policy = _Keeping()
-    window = ServerWindow(policy)
+    window = ServerWindow(policy, 64)
     for k in range(100):
         hold = window.hold(f"client-{k}", (float(k),))
         assert hold.hand_back() == (float(k),)
@@ -44,7 +44,7 @@ def test_every_pair_is_forgotten_when_its_run_hands_its_state_back() -> None:
 
 def test_a_run_that_fails_releases_its_pair_too() -> None:
     policy = _Keeping()
-    window = ServerWindow(policy)
+    window = ServerWindow(policy, 64)
     hold = window.hold("p", (1.0,))
     assert policy.states == {"p": (1.0,)} and window.num_pairs_held == 1
     hold.close()
@@ -53,7 +53,7 @@ def test_a_run_that_fails_releases_its_pair_too() -> None:
 
 def test_the_last_of_two_runs_of_one_pair_resets_it() -> None:
     policy = _Keeping()
-    window = ServerWindow(policy)
+    window = ServerWindow(policy, 64)
     first = window.hold("p", (1.0,))
     second = window.hold("p", (2.0,))
     assert first.hand_back() == (2.0,)  # one state per pair, as in the simulator
@@ -64,7 +64,7 @@ def test_the_last_of_two_runs_of_one_pair_resets_it() -> None:
 
 def test_a_refused_state_holds_nothing() -> None:
     policy = _Keeping()
-    window = ServerWindow(policy)
+    window = ServerWindow(policy, 64)
     with pytest.raises(RequestError):
         window.hold("p", (-1.0,))
     assert window.num_pairs_held == 0
@@ -77,7 +77,7 @@ class _Raising(_Keeping):
 
 def test_a_hand_back_that_raises_still_ends_the_hold() -> None:
     policy = _Raising()
-    window = ServerWindow(policy)
+    window = ServerWindow(policy, 64)
     hold = window.hold("p", (1.0,))
     with pytest.raises(RuntimeError, match="state bug"):
         hold.hand_back()
@@ -88,6 +88,6 @@ def test_closing_a_failed_run_does_not_ask_for_its_state() -> None:
     """A failed run hands nothing back: a policy whose state raises cannot hide the run's
     own error behind its own."""
     policy = _Raising()
-    window = ServerWindow(policy)
+    window = ServerWindow(policy, 64)
     window.hold("p", (1.0,)).close()
     assert window.num_pairs_held == 0 and policy.states == {}
