@@ -164,6 +164,8 @@ async def stream_fused_run(
 ) -> AsyncGenerator[FusedRound, None]:
     """:func:`run_fused_rounds` on a worker thread, its rounds streamed as they end."""
     verifier = ServiceVerifier(service, asyncio.get_running_loop(), owner)
+    if start.serial is not None:
+        verifier.bind(call.session_id, start.serial)
 
     def work(emit: Callable[[FusedRound], None]) -> None:
         run_fused_rounds(verifier, call, start, window, clock, emit)

@@ -31,9 +31,8 @@ DraftFactory = Callable[[], DraftBackend]
 @dataclass(frozen=True, slots=True)
 class FusedStart:
     """A fused request that passed its checks: its draft backend (``None``: a cloud-only
-    run without the draft pass), its session's spec and committed tokens (prompt and
-    output), and whether its rounds are cloud-only
-    (:mod:`edgespec.runtime.server.cloud_only`) rather than drafted by ``drafter``."""
+    run without the draft pass), its session's spec, committed tokens (prompt and output)
+    and serial, and whether its rounds are cloud-only (:mod:`.cloud_only`)."""
 
     drafter: DraftBackend | None
     spec: SessionSpec
@@ -42,6 +41,7 @@ class FusedStart:
     pair: str | None = None
     """The draft–target pair its window state is kept under (:func:`fused_pair`; ``None``:
     the session's ``client_id``)."""
+    serial: int | None = None  # its rounds are never a later session's of the id
 
 
 def fused_draft_factory(
@@ -126,7 +126,8 @@ def start_fused_run(
             ErrorCode.FAILED_PRECONDITION,
             "this server's draft drafts from target features, which fused rounds do not feed it",
         )
-    return FusedStart(drafter, spec, tokens, cloud_only, fused_pair(spec.client_id, owner))
+    pair, serial = fused_pair(spec.client_id, owner), engine.session_serial(call.session_id)
+    return FusedStart(drafter, spec, tokens, cloud_only, pair, serial)
 
 
 def check_history_room(history: HistorySnapshot, spec: SessionSpec, num_tokens: int) -> None:
@@ -205,9 +206,8 @@ class ServerWindow:
     __slots__ = ("_lock", "_policy", "_running")
 
     def __init__(self, policy: WindowPolicy, max_draft_tokens: int) -> None:
-        """A ``policy`` whose rounds may decide a block over ``max_draft_tokens`` (the
-        longest the server verifies) is a :class:`~edgespec.config.ConfigError`: every
-        fused run, or the device's next round, would be refused when it reached it."""
+        """A ``policy`` whose rounds may decide a block over ``max_draft_tokens`` is a
+        ``ConfigError``: every fused run, or a device's next round, would be refused."""
         check_window_fits(policy, False, max_draft_tokens)
         self._policy = policy
         self._lock = threading.Lock()

@@ -98,10 +98,10 @@ class VerificationService:
         return self._fused_executor
 
     async def start(self) -> None:
-        self._tasks = [
-            asyncio.create_task(self._scheduler.run()),
-            asyncio.create_task(self._expiry_loop()),
-        ]
+        self._tasks = [asyncio.create_task(c) for c in (self._scheduler.run(), self._expiry_loop())]
+
+    def session_serial(self, session_id: str) -> int:  # (NOT_FOUND when it is not open)
+        return self.engine.session_serial(session_id)
 
     async def stop(self) -> None:
         """Stop scheduling; every call not yet answered, queued or in the batch being

@@ -37,6 +37,8 @@ class SessionHost(Protocol):
 
     async def verify(self, call: VerifyCall, owner: str | None = None) -> VerifyReply: ...
 
+    def session_serial(self, session_id: str) -> int: ...
+
     def close_session(self, session_id: str, owner: str | None = None) -> bool: ...
 
 
@@ -59,6 +61,12 @@ class ServiceVerifier:
         self.owner = owner
         self.cancelled = False
         self.opened: set[str] = set()
+        self._serials: dict[str, int] = {}  # session -> the serial its rounds are bound to
+
+    def bind(self, session_id: str, serial: int) -> None:
+        """Verify ``session_id``'s rounds only while the session of ``serial`` is open: one
+        closed and opened again under its id is another, refused ``NOT_FOUND``."""
+        self._serials[session_id] = serial
 
     def _wait(self, make: Callable[[], Coroutine[Any, Any, _T]], cleanup: bool = False) -> _T:
         """``make()``'s coroutine run on the loop, its result waited for in slices; a
@@ -93,6 +101,7 @@ class ServiceVerifier:
         def opening() -> None:
             self._service.open_session(spec, self.owner, fresh=True)
             self.opened.add(spec.session_id)
+            self.bind(spec.session_id, self._service.session_serial(spec.session_id))
 
         self._on_loop(opening)
 
@@ -100,7 +109,18 @@ class ServiceVerifier:
         """Verify on the service; the drafter's own draft time stands, its network time
         (thread hops only) is reported as 0: the server drafts for itself."""
         local = dataclasses.replace(call, network_s=0.0)
-        return self._wait(lambda: self._service.verify(local, self.owner))
+        return self._wait(lambda: self._verify_bound(local))
+
+    async def _verify_bound(self, call: VerifyCall) -> VerifyReply:
+        sid, serial = call.session_id, self._serials.get(call.session_id)
+        try:  # on the loop: nothing closes or opens a session between this and the admission
+            same = serial is None or self._service.session_serial(sid) == serial
+        except RequestError:
+            same = False  # closed
+        if not same:
+            message = f"session {sid!r} was closed during this fused run: its rounds end here"
+            raise RequestError(ErrorCode.NOT_FOUND, message)
+        return await self._service.verify(call, self.owner)
 
     def close(self, session_id: str) -> None:
         """Close a session it opened; another of that id is another client's, left alone."""

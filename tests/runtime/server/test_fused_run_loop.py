@@ -143,6 +143,9 @@ class _Service:
     def close_session(self, session_id: str, owner: str | None = None) -> None:
         self.closed.append(session_id)
 
+    def session_serial(self, session_id: str) -> int:
+        return 1
+
 
 def _loop() -> Iterator[asyncio.AbstractEventLoop]:
     loop = asyncio.new_event_loop()

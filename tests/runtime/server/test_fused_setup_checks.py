@@ -60,6 +60,9 @@ def test_a_refused_pair_state_is_invalid_argument() -> None:
 
 
 class _Engine:
+    def session_serial(self, session_id: str) -> int:
+        return 1
+
     def session_spec(self, session_id: str) -> SessionSpec:
         return SessionSpec(session_id, "dev", PROMPT, SamplingParams())
 
