@@ -136,7 +136,7 @@ class RecordFiles:
         self._add_request = self.acc.add_request
         self._add_batch = self.acc.add_batch
         self._add_round = self.acc.add_round
-        self.committed = self.acc.add_committed  # a run without round records, at its end
+        self.committed = self.acc.add_committed  # at its end: what rounds not recorded committed
         self.unfinished = self.acc.add_unfinished  # every run, at its end
 
     def _temporary(self, name: str) -> Path:

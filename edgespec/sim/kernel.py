@@ -42,9 +42,11 @@ Handler = Callable[[float, Any], None]
 
 
 class RecordSink(Protocol):
-    """Where the simulator's engine emits its records; a run that emits no round records
-    gives ``committed`` the tokens its rounds committed, once, at its end; every run gives
-    ``unfinished`` the count of its requests that had not finished then, once, last."""
+    """Where the simulator's engine emits its records; every run gives ``committed``, once,
+    at its end, the tokens committed by the rounds it did not emit as records (all of them
+    in a run without round records, 0 in one with: a count, not unknown, even when no round
+    was verified), and ``unfinished`` the count of its requests that had not finished
+    then, once, last."""
 
     def request(self, record: RequestRecord) -> None: ...
     def batch(self, record: BatchRecord) -> None: ...
