@@ -143,19 +143,21 @@ class VerificationService:
         self._counters.num_sessions_closed += closed
         return closed
 
-    async def verify(
-        self, call: VerifyCall, owner: str | None = None, time_left_s: float | None = None
-    ) -> VerifyReply:
+    # fmt: off
+    async def verify(self, call: VerifyCall, owner: str | None = None,
+                     time_left_s: float | None = None, in_run: bool = False) -> VerifyReply:
+        # fmt: on
         """Validate, enqueue and wait for the batch that verifies ``call`` (for ``owner``,
         the caller's identity when auth is on; ``time_left_s``: its caller's, dropped when
-        it is gone at its pass). A retry of the session's last committed round (its caller
-        lost the reply) gets that reply again at once, with ``queue_s``, ``verify_s`` and
-        ``batch_size`` 0; a resend of the call still queued or being verified (its caller
-        gone past its deadline) takes it over (:meth:`.scheduler.Scheduler.take_over`),
-        also once its batch has committed the round and is yet to answer it."""
-
+        it is gone at its pass; ``in_run``: a fused run's round, the only kind a session
+        takes while its run holds it). A retry of the session's last committed round gets
+        its reply again at once (``queue_s``, ``verify_s``, ``batch_size`` 0); a resend of
+        the call still queued or being verified, or committed and yet to be answered,
+        takes it over (:meth:`.scheduler.Scheduler.take_over`)."""
         scheduler = self._scheduler
         self._guard(lambda: self._admission.clients.check_owner(call.session_id, owner))
+        if not in_run and call.session_id in self._fused_sessions:
+            self._guard(lambda: _refuse_in_run(call.session_id))
         taken = scheduler.take_over(call, time_left_s)  # a resend of the call queued or running
         if taken is not None:  # (before a replay: a round its batch has committed but not
             self._counters.num_resent += 1  # yet answered is still that batch's)
@@ -239,23 +241,16 @@ class VerificationService:
         from its checks (another run on it is refused) until the run's worker has stopped,
         however the run ends."""
         session_id = call.session_id
-        start = self._guard(
-            lambda: start_fused_run(
-                call,
-                owner,
-                self.engine,
-                self._admission.clients,
-                self.config.max_draft_tokens,
-                self._draft_factory,
-                self._cloud_only,
-                self._fused_sessions,
-            )
-        )
+        start = self._guard(lambda: start_fused_run(
+            call, owner, self.engine, self._admission.clients, self.config.max_draft_tokens,
+            self._draft_factory, self._cloud_only, self._fused_sessions))  # fmt: skip
         self._fused_sessions.add(session_id)  # on the loop, as the check: nothing between
         try:
             run = stream_fused_run(self, call, start, self._window, self._clock, owner)
             async with contextlib.aclosing(run) as rounds:  # its worker stopped before release
                 async for fused_round in rounds:
+                    if fused_round.end is not None:  # its worker verifies no more: the
+                        self._fused_sessions.discard(session_id)  # device's next round may
                     yield fused_round
         finally:
             self._fused_sessions.discard(session_id)
@@ -298,3 +293,8 @@ class VerificationService:
                 self._admission.forget(session_id)
                 self._scheduler.fail_session(session_id, "expired")
             self._counters.num_expired += len(expired)
+
+
+def _refuse_in_run(session_id: str) -> None:
+    raise RequestError(ErrorCode.FAILED_PRECONDITION, f"session {session_id!r} has a fused run "
+                       "in progress: its rounds are the run's until its last chunk")  # fmt: skip

@@ -35,7 +35,13 @@ class SessionHost(Protocol):
         self, spec: SessionSpec, owner: str | None = ..., *, fresh: bool = ...
     ) -> None: ...
 
-    async def verify(self, call: VerifyCall, owner: str | None = None) -> VerifyReply: ...
+    async def verify(
+        self,
+        call: VerifyCall,
+        owner: str | None = None,
+        time_left_s: float | None = None,
+        in_run: bool = False,
+    ) -> VerifyReply: ...
 
     def session_serial(self, session_id: str) -> int: ...
 
@@ -120,7 +126,7 @@ class ServiceVerifier:
         if not same:
             message = f"session {sid!r} was closed during this fused run: its rounds end here"
             raise RequestError(ErrorCode.NOT_FOUND, message)
-        return await self._service.verify(call, self.owner)
+        return await self._service.verify(call, self.owner, in_run=True)
 
     def close(self, session_id: str) -> None:
         """Close a session it opened; another of that id is another client's, left alone."""

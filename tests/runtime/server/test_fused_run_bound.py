@@ -1,12 +1,17 @@
-"""A fused run's rounds are its session's: a session closed while its run drafts and
-opened again under the same id is another, which the run never verifies on. The run went
-on on the new session (its rounds admitted by id), played it to its end and streamed its
-tokens to the old stream, and the new session's client was told it had finished."""
+"""A fused run's rounds are its session's, and its session takes no other: a session
+closed while its run drafts and opened again under the same id is another, which the run
+never verifies on (the run went on on the new session, its rounds admitted by id, played
+it to its end and streamed its tokens to the old stream, and the new session's client was
+told it had finished); a client's Verify while the run holds the session is refused (its
+round committed, and the run then died naming 'another draft block'), and the device's
+round right after the run's last chunk is taken."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
+
+import pytest
 
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.errors import ErrorCode, RequestError
@@ -56,6 +61,51 @@ def test_a_session_closed_and_opened_again_during_its_fused_run_is_not_the_runs(
         reply = verifier.verify(VerifyCall("s", len(PROMPT), ()))  # the new session's own
         first = target_greedy_decode(target, PROMPT, 1)
         assert reply.outcome.committed_token_ids == first
+    finally:
+        book.gate.set()
+        if thread.is_alive():
+            thread.join(WAIT_S)
+        server.stop(grace_s=0)
+
+
+def test_a_verify_while_a_fused_run_holds_the_session_is_refused(
+    target: TransformersTarget, draft_model: Any
+) -> None:
+    book = _Book(draft_model)
+    server = start_server(target, book.factory)  # no window policy: one round per run
+    address = f"127.0.0.1:{server.port}"
+    ran: list[FusedRound | BaseException] = []
+
+    def run() -> None:
+        try:
+            ran.append(_one_round(RemoteVerifier(address), "s"))
+        except BaseException as exc:  # surfaced by the assertions below
+            ran.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    try:
+        verifier = RemoteVerifier(address)
+        verifier.open(SessionSpec("s", "x", PROMPT, GREEDY))
+        thread.start()
+        assert book.entered.wait(WAIT_S), "the run never drafted"
+        with pytest.raises(RequestError) as info:
+            verifier.verify(VerifyCall("s", len(PROMPT), ()))
+        assert (info.value.code, info.value.message) == (
+            ErrorCode.FAILED_PRECONDITION,
+            "session 's' has a fused run in progress: its rounds are the run's until its last "
+            "chunk",
+        )
+        book.gate.set()
+        thread.join(WAIT_S)
+        (only,) = ran
+        assert isinstance(only, FusedRound), only
+        tokens = list(only.reply.outcome.committed_token_ids)
+        for _ in range(2):  # each run's last chunk frees the session for the next round
+            prefix = len(PROMPT) + len(tokens)
+            tokens += _one_round(verifier, "s", prefix).reply.outcome.committed_token_ids
+            prefix = len(PROMPT) + len(tokens)
+            tokens += verifier.verify(VerifyCall("s", prefix, ())).outcome.committed_token_ids
+        assert tuple(tokens) == target_greedy_decode(target, PROMPT, len(tokens))
     finally:
         book.gate.set()
         if thread.is_alive():

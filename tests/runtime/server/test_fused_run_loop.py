@@ -136,7 +136,14 @@ class _Service:
         assert fresh  # a worker's session is its own
         self.inner.open(spec)
 
-    async def verify(self, call: VerifyCall, owner: str | None) -> VerifyReply:
+    async def verify(
+        self,
+        call: VerifyCall,
+        owner: str | None,
+        time_left_s: float | None = None,
+        in_run: bool = False,
+    ) -> VerifyReply:
+        assert in_run  # a fused run's rounds say so
         self.calls.append((call, owner))
         return self.inner.verify(call)
 
