@@ -104,10 +104,9 @@ vocabulary stays far below it)."""
 def _check_prob_values(probs: FloatArray | CompactProbs) -> None:
     """``INVALID_ARGUMENT`` naming q's first entry that is not finite or is negative."""
     values = probs.values if isinstance(probs, CompactProbs) else probs.reshape(-1)
-    bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
-    if not bad.size:
-        return
-    j = int(bad[0])
+    if np.all(np.isfinite(values)) and (not values.size or values.min() >= 0):
+        return  # (the check every call pays: one pass, no masks kept)
+    j = int(np.flatnonzero(~np.isfinite(values) | (values < 0))[0])
     if isinstance(probs, CompactProbs):
         row, token = int(np.searchsorted(probs.offsets, j, side="right")) - 1, int(probs.ids[j])
     else:

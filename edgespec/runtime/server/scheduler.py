@@ -40,9 +40,8 @@ class Scheduler:
 
     A call is verified only if its caller still waits when its forward pass starts: one
     cancelled while queued, or whose deadline has passed, leaves the queue and its session
-    does not advance. Once its
-    pass has started it commits, and its session stays in flight until the batch ends (a
-    retry of that round then gets its outcome again,
+    does not advance. Once its pass has started it commits, and its session stays in flight
+    until the batch ends (a retry of that round then gets its outcome again,
     :meth:`~edgespec.runtime.server.engine_sessions.SessionTable.replay`). A session that
     closes fails its calls (:meth:`fail_session`). A held call of a group
     (:class:`~edgespec.runtime.server.batch_groups.BatchGroups`) is in ``queue`` (its

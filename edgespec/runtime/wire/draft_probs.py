@@ -57,9 +57,10 @@ def compact_from_proto(msg: Any, num_tokens: int, vocab_size: int) -> CompactPro
         )
     keys = rows * vocab_size + ids
     order = np.argsort(keys, kind="stable")
-    repeated = np.flatnonzero(np.diff(keys[order]) == 0)
+    sorted_keys = keys[order]
+    repeated = np.flatnonzero(np.diff(sorted_keys) == 0)
     if repeated.size:
-        row, token = divmod(int(keys[order][repeated[0]]), vocab_size)
+        row, token = divmod(int(sorted_keys[repeated[0]]), vocab_size)
         raise RequestError(
             ErrorCode.INVALID_ARGUMENT, f"draft_support_ids gives row {row} token {token} twice"
         )

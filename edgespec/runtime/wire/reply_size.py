@@ -17,6 +17,7 @@ rows are counted only for a target that reports its hidden size (both of edgespe
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -81,6 +82,7 @@ def _largest_chunk(max_draft_tokens: int) -> Any:
     )  # fmt: skip
 
 
+@functools.cache
 def _row_bytes(hidden_size: int) -> int:
     """The bytes of one hidden row on the wire (the codec's float16)."""
     return len(hidden_to_bytes(np.zeros((1, hidden_size), np.float32))[0])
@@ -157,10 +159,19 @@ def max_reply_bytes(
     """The most bytes a reply carrying ``num_rows`` hidden rows of ``hidden_size`` values
     and ``extra_bytes`` of other fields (log-probabilities) takes: a Verify reply, or the
     fused round's chunk that holds it (the larger)."""
-    verdict = int(_largest_verdict(max_draft_tokens).ByteSize()) + extra_bytes
+    verdict_bytes, chunk_bytes = _fixed_bytes(max_draft_tokens)
+    verdict = verdict_bytes + extra_bytes
     if num_rows:
         verdict += _field_bytes(num_rows * _row_bytes(hidden_size))
-    return int(_largest_chunk(max_draft_tokens).ByteSize()) + _field_bytes(verdict)
+    return chunk_bytes + _field_bytes(verdict)
+
+
+@functools.cache
+def _fixed_bytes(max_draft_tokens: int) -> tuple[int, int]:
+    """The largest verdict's and fused chunk's bytes without hidden rows or log-probabilities
+    (a server's one ``max_draft_tokens``: built once)."""
+    verdict, chunk = _largest_verdict(max_draft_tokens), _largest_chunk(max_draft_tokens)
+    return int(verdict.ByteSize()), int(chunk.ByteSize())
 
 
 def _longest_prompt(reply: FirstReply, max_draft_tokens: int, limit: int) -> int:
@@ -203,6 +214,8 @@ def check_first_reply(
     fits; ``target``: the server's target backend, of ``vocab_size`` tokens."""
     max_message_bytes, max_draft_tokens = config.max_message_bytes, config.max_draft_tokens
     reply = first_reply(spec, target, vocab_size, max_draft_tokens)
+    if not reply.hidden_size and reply.committed_top is None and reply.prompt_top is None:
+        return  # a plain reply: its size is the server's own settings', not the session's
     size = reply.num_bytes(reply.num_prompt_tokens, max_draft_tokens)
     if size <= max_message_bytes:
         return

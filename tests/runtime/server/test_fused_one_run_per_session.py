@@ -5,8 +5,9 @@ run ends (finished, failed, cancelled)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -95,6 +96,44 @@ def _one_round(
     return only
 
 
+@contextlib.contextmanager
+def held_run(
+    target: TransformersTarget, draft_model: Any
+) -> Iterator[tuple[_Book, RemoteVerifier, Callable[[], FusedRound | BaseException]]]:
+    """A server without a window policy (one round per run) whose session 's' has a fused
+    run drafting its first round, held at the draft's gate: (the book, a verifier of the
+    server, ``finish``: open the gate and take the run's round or error)."""
+    book = _Book(draft_model)
+    server = start_server(target, book.factory)
+    address = f"127.0.0.1:{server.port}"
+    ran: list[FusedRound | BaseException] = []
+
+    def run() -> None:
+        try:
+            ran.append(_one_round(RemoteVerifier(address), "s"))
+        except BaseException as exc:  # surfaced by the caller's assertions
+            ran.append(exc)
+
+    def finish() -> FusedRound | BaseException:
+        book.gate.set()
+        thread.join(WAIT_S)
+        (result,) = ran
+        return result
+
+    thread = threading.Thread(target=run, daemon=True)
+    try:
+        verifier = RemoteVerifier(address)
+        verifier.open(SessionSpec("s", "x", PROMPT, GREEDY))
+        thread.start()
+        assert book.entered.wait(WAIT_S), "the run never drafted"
+        yield book, verifier, finish
+    finally:
+        book.gate.set()
+        if thread.is_alive():
+            thread.join(WAIT_S)
+        server.stop(grace_s=0)
+
+
 def _same_round(a: FusedRound, b: FusedRound) -> None:
     assert a.draft_token_ids == b.draft_token_ids
     (x, y) = (a.reply.outcome, b.reply.outcome)
@@ -108,24 +147,8 @@ def _same_round(a: FusedRound, b: FusedRound) -> None:
 def test_a_second_fused_run_on_a_session_is_refused_before_it_drafts(
     target: TransformersTarget, draft_model: Any
 ) -> None:
-    book = _Book(draft_model)
-    server = start_server(target, book.factory)  # no window policy: one round per run
-    address = f"127.0.0.1:{server.port}"
-    first: list[FusedRound | BaseException] = []
-
-    def run_first() -> None:
-        try:
-            first.append(_one_round(RemoteVerifier(address), "s"))
-        except BaseException as exc:  # surfaced by the assertions below
-            first.append(exc)
-
-    thread = threading.Thread(target=run_first, daemon=True)
-    try:
-        verifier = RemoteVerifier(address)
-        verifier.open(SessionSpec("s", "x", PROMPT, GREEDY))
+    with held_run(target, draft_model) as (book, verifier, finish):
         verifier.open(SessionSpec("ref", "x", PROMPT, GREEDY))
-        thread.start()
-        assert book.entered.wait(WAIT_S), "the first run never drafted"
         with pytest.raises(RequestError) as info:
             list(verifier.run_fused(_fused("s")))
         assert (info.value.code, info.value.message) == (
@@ -133,20 +156,13 @@ def test_a_second_fused_run_on_a_session_is_refused_before_it_drafts(
             IN_PROGRESS,
         )
         assert book.counts() == (1, 1)  # the refused run made no draft and ran no pass
-        book.gate.set()
-        thread.join(WAIT_S)
-        (ran,) = first
+        ran = finish()
         assert isinstance(ran, FusedRound), ran
         reference = _one_round(verifier, "ref")  # the same run, without the intruder
         _same_round(ran, reference)
         # the session is free again: the next run goes on from the first run's tokens
         prefix = len(PROMPT) + len(ran.reply.outcome.committed_token_ids)
         _same_round(_one_round(verifier, "s", prefix), _one_round(verifier, "ref", prefix))
-    finally:
-        book.gate.set()
-        if thread.is_alive():
-            thread.join(WAIT_S)
-        server.stop(grace_s=0)
 
 
 def test_a_fused_run_that_fails_frees_its_session(

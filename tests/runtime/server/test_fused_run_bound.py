@@ -8,7 +8,6 @@ round right after the run's last chunk is taken."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -16,43 +15,22 @@ import pytest
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import FusedRound, SessionSpec, VerifyCall
-from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.inprocess import target_greedy_decode
-from tests.runtime.conftest import start_server
 from tests.runtime.server.test_fused_one_run_per_session import (
     GREEDY,
     PROMPT,
-    WAIT_S,
-    _Book,
     _one_round,
+    held_run,
 )
 
 
 def test_a_session_closed_and_opened_again_during_its_fused_run_is_not_the_runs(
     target: TransformersTarget, draft_model: Any
 ) -> None:
-    book = _Book(draft_model)
-    server = start_server(target, book.factory)
-    address = f"127.0.0.1:{server.port}"
-    ran: list[FusedRound | BaseException] = []
-
-    def run() -> None:
-        try:
-            ran.append(_one_round(RemoteVerifier(address), "s"))
-        except BaseException as exc:  # surfaced by the assertions below
-            ran.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    try:
-        verifier = RemoteVerifier(address)
-        verifier.open(SessionSpec("s", "x", PROMPT, GREEDY))
-        thread.start()
-        assert book.entered.wait(WAIT_S), "the run never drafted"
+    with held_run(target, draft_model) as (_, verifier, finish):
         verifier.close("s")
         verifier.open(SessionSpec("s", "x", PROMPT, GREEDY))  # the same spec: another session
-        book.gate.set()
-        thread.join(WAIT_S)
-        (old,) = ran
+        old = finish()
         assert isinstance(old, RequestError), old
         assert (old.code, old.message) == (
             ErrorCode.NOT_FOUND,
@@ -61,33 +39,12 @@ def test_a_session_closed_and_opened_again_during_its_fused_run_is_not_the_runs(
         reply = verifier.verify(VerifyCall("s", len(PROMPT), ()))  # the new session's own
         first = target_greedy_decode(target, PROMPT, 1)
         assert reply.outcome.committed_token_ids == first
-    finally:
-        book.gate.set()
-        if thread.is_alive():
-            thread.join(WAIT_S)
-        server.stop(grace_s=0)
 
 
 def test_a_verify_while_a_fused_run_holds_the_session_is_refused(
     target: TransformersTarget, draft_model: Any
 ) -> None:
-    book = _Book(draft_model)
-    server = start_server(target, book.factory)  # no window policy: one round per run
-    address = f"127.0.0.1:{server.port}"
-    ran: list[FusedRound | BaseException] = []
-
-    def run() -> None:
-        try:
-            ran.append(_one_round(RemoteVerifier(address), "s"))
-        except BaseException as exc:  # surfaced by the assertions below
-            ran.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    try:
-        verifier = RemoteVerifier(address)
-        verifier.open(SessionSpec("s", "x", PROMPT, GREEDY))
-        thread.start()
-        assert book.entered.wait(WAIT_S), "the run never drafted"
+    with held_run(target, draft_model) as (_, verifier, finish):
         with pytest.raises(RequestError) as info:
             verifier.verify(VerifyCall("s", len(PROMPT), ()))
         assert (info.value.code, info.value.message) == (
@@ -95,9 +52,7 @@ def test_a_verify_while_a_fused_run_holds_the_session_is_refused(
             "session 's' has a fused run in progress: its rounds are the run's until its last "
             "chunk",
         )
-        book.gate.set()
-        thread.join(WAIT_S)
-        (only,) = ran
+        only = finish()
         assert isinstance(only, FusedRound), only
         tokens = list(only.reply.outcome.committed_token_ids)
         for _ in range(2):  # each run's last chunk frees the session for the next round
@@ -106,8 +61,3 @@ def test_a_verify_while_a_fused_run_holds_the_session_is_refused(
             prefix = len(PROMPT) + len(tokens)
             tokens += verifier.verify(VerifyCall("s", prefix, ())).outcome.committed_token_ids
         assert tuple(tokens) == target_greedy_decode(target, PROMPT, len(tokens))
-    finally:
-        book.gate.set()
-        if thread.is_alive():
-            thread.join(WAIT_S)
-        server.stop(grace_s=0)

@@ -13,15 +13,18 @@ from typing import Any
 import grpc
 import pytest
 
+from edgespec.config import from_dict
 from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.core.types import SamplingParams
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.errors import RequestError
 from edgespec.runtime.messages import SessionSpec
+from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.wire.codec import pb, spec_to_proto
 from edgespec.runtime.wire.grpc_common import pb_grpc
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from edgespec.runtime.wire.logprob_codec import COMMITTED, PROMPT, logprobs_to_proto
-from edgespec.runtime.wire.reply_size import logprob_bytes
+from edgespec.runtime.wire.reply_size import check_first_reply, logprob_bytes
 from tests.runtime.conftest import ServerFactory
 
 LIMIT = 4096  # bytes
@@ -134,3 +137,12 @@ def test_a_reply_no_prompt_length_fits_says_so(make_server: ServerFactory) -> No
         "committed tokens, with 20 alternatives each: up to 2,589 bytes, over this server's "
         "max_message_bytes of 2,048; no prompt fits: ask for fewer alternatives" + TAIL
     )
+
+
+def test_a_plain_session_is_not_checked() -> None:
+    """Without hidden rows or log-probabilities the reply's size is the server's settings':
+    a session is not refused for them (nothing was asked to name)."""
+    config = from_dict(ServerConfig, {"max_message_bytes": 64})
+    check_first_reply(_spec("plain", 4000), object(), 262_144, config)
+    with pytest.raises(RequestError, match=r"^INVALID_ARGUMENT: logprobs: "):
+        check_first_reply(_spec("asked", 4, logprobs=1), object(), 262_144, config)
