@@ -11,7 +11,7 @@ byte tokens, each decoded alone as U+FFFD, is rebuilt from them."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -50,6 +50,23 @@ def token_bytes(tokenizer: Any, token_id: int, text: str) -> bytes:
     if piece and all(c in _byte_level_bytes() for c in piece):
         return bytes(_byte_level_bytes()[c] for c in piece)
     return text.encode("utf-8", errors="replace")
+
+
+def completions_token(text: str, raw: bytes) -> str:
+    """A token as ``/v1/completions`` names it: its text, or where that is U+FFFD standing
+    for part of a character, OpenAI's ``bytes:\\xNN…`` form of its bytes, so that the byte
+    tokens among a row's alternatives stay apart as ``top_logprobs`` keys."""
+    if "\ufffd" not in text or raw == text.encode("utf-8"):
+        return text
+    return "bytes:" + "".join(f"\\x{b:02x}" for b in raw)
+
+
+def _first_per_key(pairs: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """``pairs`` as a dict, a key given twice keeping its first (likeliest) value."""
+    out: dict[str, float] = {}
+    for key, value in pairs:
+        out.setdefault(key, value)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,10 +114,15 @@ class ChoiceLogprobs:
 
     def completions_json(self) -> dict[str, Any]:
         """``/v1/completions``' ``logprobs`` object."""
+        tops = [None if top is None else _first_per_key(
+                    (completions_token(text, raw), lp)
+                    for (text, lp), raw in zip(top, top_raw, strict=True))
+                for top, top_raw in zip(self.top, self.top_bytes, strict=True)]  # fmt: skip
+        tokens = zip(self.tokens, self.token_bytes, strict=True)
         return {
-            "tokens": list(self.tokens),
+            "tokens": [completions_token(text, raw) for text, raw in tokens],
             "token_logprobs": list(self.logprobs),
-            "top_logprobs": [None if top is None else dict(top) for top in self.top],
+            "top_logprobs": tops,
             "text_offset": list(self.offsets),
         }
 

@@ -39,3 +39,24 @@ def test_the_tokens_bytes_rebuild_the_text(name: str) -> None:
     for entry in content:  # an alternative that is the token itself: the same bytes
         assert entry["top_logprobs"][0]["bytes"] == entry["bytes"]
         assert entry["top_logprobs"][1]["bytes"] == content[0]["bytes"]
+
+
+@pytest.mark.parametrize("name", ["tiny", "gemma"])
+def test_completions_name_byte_tokens_by_their_bytes(name: str) -> None:
+    """``/v1/completions``: a byte token's text is U+FFFD, so its alternatives were one
+    ``top_logprobs`` key (the last, least likely value kept); each is OpenAI's
+    ``bytes:\\xNN`` now, a whole token's text as before, a repeated key its likeliest."""
+    tokenizer = byte_tokenizer(name)
+    token_ids = ids(tokenizer, "𝔘 hi")  # 𝔘: four byte tokens (f0 9d 94 98)
+    bytes_ids = token_ids[:4]
+    values = [TokenLogprobs(-0.25, tuple((a, -1.0 - i) for i, a in enumerate(bytes_ids)))
+              for _ in token_ids]  # fmt: skip
+    choice = ChoiceLogprobs.build(tokenizer, token_ids, values, [0] * len(token_ids))
+    body = choice.completions_json()
+    assert body["tokens"][:4] == ["bytes:\\xf0", "bytes:\\x9d", "bytes:\\x94", "bytes:\\x98"]
+    assert "".join(body["tokens"][4:]) == " hi"
+    assert body["top_logprobs"][0] == {"bytes:\\xf0": -1.0, "bytes:\\x9d": -2.0,
+                                       "bytes:\\x94": -3.0, "bytes:\\x98": -4.0}  # fmt: skip
+    twice = [TokenLogprobs(-0.25, ((token_ids[-1], -1.0), (token_ids[-1], -2.0)))]
+    again = ChoiceLogprobs.build(tokenizer, token_ids[-1:], twice, [0]).completions_json()
+    assert list(again["top_logprobs"][0].values()) == [-1.0]
