@@ -137,11 +137,16 @@ class LoadRun:
                                            seconds))  # fmt: skip
             self._say(f"[{at_s:6.1f} s] server killed; serving again after {seconds:.1f} s")
             return
-        at_s = time.monotonic() - start_s
+        self._kill_clients(fault.count, time.monotonic() - start_s, end_s)
+
+    def _kill_clients(self, count: int, at_s: float, end_s: float) -> None:
+        """Kill ``count`` client processes, taken in turn (at most the live ones: after the
+        arrivals' end a killed process is not started again, so fewer may be left than
+        ``--faults`` asked for); each is started again while arrivals go on."""
         live = sorted(self._workers)
-        victims = [live[(self._next_victim + i) % len(live)] for i in range(fault.count)]
-        self._next_victim += fault.count
-        num_clients = 0
+        victims = [live[(self._next_victim + i) % len(live)] for i in range(min(count, len(live)))]
+        self._next_victim += len(victims)
+        num_clients = num_restarted = 0
         for index in victims:
             worker = self._workers[index]
             worker.proc.kill()
@@ -151,8 +156,14 @@ class LoadRun:
             self._retire(worker, None)
             if time.monotonic() < end_s:
                 self._spawn(index, incarnation + 1)
-        detail = f"{len(victims)} client processes ({num_clients} clients) killed, restarted"
-        self._faults.append(FaultEvent(fault.kind, at_s, detail))
+                num_restarted += 1
+        asked = "" if len(victims) == count else f" of {count} asked ({len(live)} left)"
+        restarted = ("restarted" if num_restarted == len(victims)
+                     else f"{num_restarted} restarted (arrivals over)")  # fmt: skip
+        detail = (
+            f"{len(victims)}{asked} client processes ({num_clients} clients) killed, {restarted}"
+        )
+        self._faults.append(FaultEvent("kill-clients", at_s, detail))
         self._say(f"[{at_s:6.1f} s] {detail}")
 
     def _mid_generation(self) -> bool:
