@@ -56,7 +56,7 @@ def parse_requests(
     prompts: list[Any] = body["prompt"]
     if len(prompts) > MAX_PROMPTS:
         raise invalid(f"prompt is a list of {len(prompts)} prompts, over the limit of "
-                      f"{MAX_PROMPTS}: send fewer a request", param="prompt")  # fmt: skip
+                      f"{MAX_PROMPTS}: send fewer per request", param="prompt")  # fmt: skip
     first = at_prompt(0, lambda: parse_request({**body, "prompt": prompts[0]}, chat, defaults,
                                                limits))  # fmt: skip
     if len(prompts) * first.n > MAX_CHOICES:

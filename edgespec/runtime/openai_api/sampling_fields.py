@@ -129,11 +129,16 @@ generation's work."""
 
 
 def parse_num_choices(body: Mapping[str, Any]) -> int:
-    """``n``: how many choices, 1 to :data:`MAX_CHOICES`."""
+    """``n``: how many choices, 1 to :data:`MAX_CHOICES` (and not over a ``best_of`` given,
+    OpenAI's rule: each choice is one of ``best_of`` candidates)."""
     n = integer_field(body, "n", 1)
     assert n is not None
     if not 1 <= n <= MAX_CHOICES:
         raise invalid(f"n must be in [1, {MAX_CHOICES}], got {shown(n)}", param="n")
+    best_of = body.get("best_of")  # null or 1 here (check_fields)
+    if best_of is not None and best_of < n:
+        raise invalid(f"best_of must be at least n, got best_of {shown(best_of)} with n {n} "
+                      "(this endpoint takes best_of null or 1)", param="best_of")  # fmt: skip
     return n
 
 

@@ -107,6 +107,35 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+def _surrogate_at(body: Any) -> tuple[str, str | None]:
+    """Where in ``body`` the first string holding a lone surrogate is (``messages[0].content``;
+    ``<key>`` when it is an object's key) and the top-level field it is in."""
+    todo: list[tuple[str, str | None, Any]] = [("request body", None, body)]
+    while todo:
+        where, top, value = todo.pop()
+        if isinstance(value, str) and _not_text(value):
+            return where, top
+        items = value.items() if isinstance(value, dict) else (
+            enumerate(value) if isinstance(value, list) else ())  # fmt: skip
+        for key, item in reversed(list(items)):
+            if isinstance(key, str) and _not_text(key):
+                return f"a key of {where}", top
+            if isinstance(key, str):
+                at = key if top is None else f"{where}.{key}"
+            else:
+                at = f"{where}[{key}]"
+            todo.append((at, top if top is not None else str(key), item))
+    return "request body", None
+
+
+def _not_text(value: str) -> bool:
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def decode_body(raw: bytes) -> dict[str, Any]:
     """The JSON object of a request body (its size was bounded as it was read:
     :func:`edgespec.runtime.openai_api.body.read_body`): 400 when not UTF-8
@@ -116,6 +145,11 @@ def decode_body(raw: bytes) -> dict[str, Any]:
     try:
         body = json.loads(text, object_pairs_hook=_unique_keys)
         json.dumps(body, ensure_ascii=False).encode()  # a lone surrogate ("\ud800") is no text
+    except UnicodeEncodeError as exc:
+        where, key = _surrogate_at(body)
+        raise invalid(f"request body is not valid JSON text: {where} holds a lone UTF-16 "
+                      f"surrogate (\\u{ord(exc.object[exc.start]):04x}), which is no "
+                      "character", param=key, code="invalid_json") from None  # fmt: skip
     except (UnicodeError, json.JSONDecodeError) as exc:
         raise invalid(f"request body is not valid JSON: {exc}", code="invalid_json") from None
     except RecursionError:

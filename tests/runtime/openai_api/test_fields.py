@@ -56,6 +56,18 @@ def test_a_field_that_would_change_the_output_is_refused(
     )  # fmt: skip
 
 
+def test_best_of_below_n_is_refused(api: ApiThread) -> None:
+    """OpenAI refuses ``best_of`` < ``n`` (each choice is one of ``best_of`` candidates);
+    ``best_of: 1`` with ``n: 2`` was answered with two choices."""
+    status, error = _error(api, BASE | {"best_of": 1, "n": 2})
+    assert (status, error["param"], error["message"]) == (
+        400, "best_of", "best_of must be at least n, got best_of 1 with n 2 (this endpoint "
+        "takes best_of null or 1)",
+    )  # fmt: skip
+    status, reply, _ = _post(api, "/v1/completions", json.dumps(BASE | {"n": 2}).encode())
+    assert status == 200 and len(reply["choices"]) == 2
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [

@@ -65,7 +65,7 @@ def test_two_scoring_prompts_with_max_tokens_0(client: Any) -> None:
 
 BATCH_ERRORS = [
     ([[1]] * 17, {}, "prompt", "prompt is a list of 17 prompts, over the limit of 16: send "
-     "fewer a request"),
+     "fewer per request"),
     ([[1]] * 3, {"n": 6}, "n", "3 prompts with n 6 are 18 choices, over the limit of 16"),
     (["w1", {"k": 1}], {}, "prompt", "prompt[1]: prompt must be a string or a non-empty list of "
      'token ids, or a list of at most 16 of those, got {"k": 1}'),
