@@ -24,11 +24,19 @@ Offsets = Callable[[int, int], list[int]]
 
 
 def echo_text(tokenizer: Any, prompt: Prompt) -> str:
-    """``echo``'s text: a text prompt as given, token ids decoded (a completions prompt)."""
+    """``echo``'s text: a text prompt as given, token ids decoded as the completion's text
+    is (:class:`IncrementalText`: special tokens such as ``<bos>`` not in it), so the
+    prompt's tokens' offsets (:func:`prompt_logprobs`) are in this text."""
     if isinstance(prompt, str):
         return prompt
-    with TOKENIZER_LOCK:
-        return str(tokenizer.decode(list(cast(tuple[int, ...], prompt))))
+    return _decoded(tokenizer, cast(tuple[int, ...], prompt)).text
+
+
+def _decoded(tokenizer: Any, token_ids: Sequence[int]) -> IncrementalText:
+    text = IncrementalText(tokenizer, TOKENIZER_LOCK)
+    text.push(token_ids)
+    text.finish()
+    return text
 
 
 def prompt_logprobs(
@@ -39,9 +47,7 @@ def prompt_logprobs(
     if len(values) != len(prompt_ids) - 1:
         raise RuntimeError(f"the server returned log-probabilities of {len(values)} of the "
                            f"prompt's {len(prompt_ids) - 1} tokens after its first")  # fmt: skip
-    text = IncrementalText(tokenizer, TOKENIZER_LOCK)
-    text.push(prompt_ids)
-    text.finish()
+    text = _decoded(tokenizer, prompt_ids)
     offsets = [text.num_chars_for(i) for i in range(len(prompt_ids))]
     scored = ChoiceLogprobs.build(tokenizer, prompt_ids[1:], values, offsets[1:])
     with TOKENIZER_LOCK:
