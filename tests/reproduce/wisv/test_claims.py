@@ -121,6 +121,8 @@ def test_the_headline_changes_at_64_are_judged_on_their_magnitude_alone() -> Non
     assert aal.note == f"direction not judged, by construction: {MORE_PER_ROUND}"
     assert latency.note == f"direction not judged, by construction: {FASTER}"
     assert (aal.tolerance, aal.ours) == ("±25 % of +60.7%", "15.134 vs 9.989 (+51.5%)")
+    # the tolerance is Table I's change; the paper's text rounds it to +60.8 %, shown beside
+    assert aal.paper == "17.343 vs 10.789 (+60.7%; the text prints +60.8%)"
     assert aal.direction_ok is None and aal.outcome is Outcome.HOLDS  # within ±25 %
     assert latency.direction_ok is None and latency.outcome is Outcome.HOLDS  # −33 % vs −31 %
     # a head that commits 3× greedy's at γ = 64: +200 % AAL, −67 % rounds, both misses
