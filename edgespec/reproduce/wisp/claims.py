@@ -14,6 +14,7 @@ from edgespec.hardware.cost_models import load_wisp_coefficients
 from edgespec.metrics.types import SystemMetrics
 from edgespec.policies.estimator import WispCoefficients
 from edgespec.reproduce.claims import Cause, ClaimRow, Reason, fmt, within
+from edgespec.reproduce.wisp.resolution import quotient_span, widens
 from edgespec.reproduce.wisp.runs import Plan, WispResults
 from edgespec.reproduce.wisp.setup import CLASSES, MIXED, TARGET_PROFILES, WispSetup
 
@@ -197,19 +198,19 @@ def _capacity_row(res: WispResults, target: str, claim_id: str, cls: str) -> Cla
 
 def capacity_rows(res: WispResults, target: str, claim_id: str) -> list[ClaimRow]:
     rows = [_capacity_row(res, target, claim_id, cls) for cls in res.plan.classes]
-    gaps = [
-        _ratio(res.capacities[("wisp", target, c)], res.capacities[("centralized", target, c)])
-        for c in res.plan.classes
-    ]
+    pairs = [(res.capacities[("wisp", target, c)], res.capacities[("centralized", target, c)])
+             for c in res.plan.classes]  # fmt: skip
+    gaps = [_ratio(a, b) for a, b in pairs]
     if len(gaps) > 1:
-        widening = gaps[0] is not None and gaps[-1] is not None and gaps[-1] > gaps[0]
+        known = [quotient_span(a, b) for a, b in pairs if a is not None and b]
+        widening = len(known) == len(pairs) and widens(known)
         rows.append(
             ClaimRow(
                 claim_id,
                 f"WISP/centralized gap widens with τ ({target})",
                 "1.69× → 2.10×" if target == "qwen3-32b" else "1.24× → 1.79×",
                 " → ".join(fmt(g, ".2f") for g in gaps),
-                "direction",
+                "direction: last above first, no step down (each capacity ±1 device)",
                 widening,
                 None,
                 reason=QWEN3_14B if target == "qwen3-14b" else GAP_FLAT,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 
 WITHIN_RESOLUTION = "not comparable (within resolution)"
 """How a row whose direction the rule leaves open says so (its ``ours`` cell and note)."""
@@ -44,3 +45,16 @@ def all_below(verdicts: Iterable[bool | None]) -> bool | None:
     if False in seen:
         return False
     return None if None in seen else True
+
+
+def quotient_span(num: int, den: int) -> Span:
+    """Where the quotient of two capacities lies: a capacity search finds the most devices
+    that meet the SLO, an integer ``n`` of a true capacity in [n, n + 1)."""
+    return Span(num / (den + 1), (num + 1) / den)
+
+
+def widens(spans: list[Span]) -> bool:
+    """A curve widens over its points: the last measurably above the first, and no step
+    measurably down (a step within resolution is not a fall)."""
+    falls = any(below(b, a) for a, b in pairwise(spans))
+    return below(spans[0], spans[-1]) is True and not falls

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
 from edgespec.reproduce.report_file import write_report
 from edgespec.reproduce.wisp.claims import (
@@ -125,6 +127,31 @@ def test_capacity_order_is_strict_and_each_ratio_is_judged() -> None:
     c2 = _capacity((164, 97, 40), (86, 41, 21))[0]
     assert (c2.direction_ok, c2.magnitude_ok) == (True, False)
     assert c2.note == "WISP/centralized within ±25%, WISP/SLED outside ±25%"
+
+
+@pytest.mark.parametrize(
+    ("wisp", "centralized", "shown", "widens"),
+    [
+        ((336, 240, 156, 114), (269, 128, 83, 61), "1.25 → 1.88 → 1.88 → 1.87", True),
+        ((200, 240, 150, 114), (100, 128, 100, 50), "2.00 → 1.88 → 1.50 → 2.28", False),
+        ((100, 100, 101, 101), (100, 100, 100, 100), "1.00 → 1.00 → 1.01 → 1.01", False),
+    ],
+    ids=["flat-end-within-a-device", "dips-in-the-middle", "rise-within-a-device"],
+)  # fmt: skip
+def test_the_gap_widens_at_every_step_not_only_end_to_end(
+    wisp: tuple[int, ...], centralized: tuple[int, ...], shown: str, widens: bool
+) -> None:
+    """The gap was judged by its ends alone (a dip between them passed); a step counts as
+    down only beyond the capacities' resolution (each an integer found by search: 114 / 61
+    after 156 / 83 is one device from level), and the last must lie measurably above the
+    first."""
+    plan = Plan.full()
+    caps = {(s, "qwen3-32b", c): v for s, values in (("wisp", wisp), ("centralized", centralized),
+            ("sled", (1, 1, 1, 1))) for c, v in zip(plan.classes, values, strict=True)}  # fmt: skip
+    gap = capacity_rows(results(plan, capacities=caps), "qwen3-32b", "W1")[4]
+    assert gap.what.startswith("WISP/centralized gap widens")
+    assert (gap.ours, gap.direction_ok) == (shown, widens)
+    assert gap.tolerance == "direction: last above first, no step down (each capacity ±1 device)"
 
 
 def test_capacity_misses_carry_the_cause_each_ratio_states() -> None:
