@@ -225,6 +225,8 @@ def run_sweep(
         task = bar.add_task(f"sweep of {len(points)} runs", total=len(points))
         if metrics:
             said = f"sweep: {len(metrics)} kept by an earlier run of this sweep"
+            if progress:  # said once, whatever the bar's lines (a log: at its tenths)
+                bar.print(said)
             bar.update(task, description=said, advance=len(metrics))
         items = [(n, p, scenarios[n]) for n, p in enumerate(points) if n not in metrics]
         with results_of(executor or SerialExecutor(), _PointRun(run, len(points)), items) as done:

@@ -3,7 +3,7 @@ bar on a terminal; elsewhere (a log file, ``nohup``, CI) rich draws nothing unti
 so :class:`ProgressLines` writes one plain line as each task starts, at every tenth of it
 (at most one each :data:`LINE_GAP_S` seconds: a run of a second writes two lines, not
 eleven) and at least every :data:`LINE_EVERY_S` seconds while it moves, and when it is
-done."""
+done; :meth:`ProgressLines.print` (rich's ``Progress.print``) says a line at once."""
 
 from __future__ import annotations
 
@@ -52,6 +52,10 @@ class ProgressLines:
         self._tasks.append(_Task(description, None if total is None else int(total)))
         self._show(self._tasks[-1])
         return len(self._tasks) - 1
+
+    def print(self, text: str) -> None:
+        """A line of its own, at once (rich's ``Progress.print``: above the bar)."""
+        print(text, file=self._stream, flush=True)
 
     def advance(self, task_id: int, advance: float = 1) -> None:
         self.update(task_id, advance=advance)

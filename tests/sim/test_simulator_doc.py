@@ -43,8 +43,9 @@ def test_scenario_field_defaults_are_the_documented_ones() -> None:
         PolicySpec("fcfs"),
         PolicySpec("static"),
     )
-    assert s.acceptance.kind == "decay" and s.acceptance.traces == ()
+    assert s.acceptance.kind == "decay" and s.acceptance.traces is None
     assert (s.workload.kind, s.workload.dataset) == ("closed_loop", "sharegpt")
+    assert s.workload.prompt_tokens is None and s.workload.output_tokens is None
     assert s.workload.max_output_tokens is None
     assert s.stop_predictor is None and StopPredictorConfig().overhead_ms == 0.0
     assert (s.record_rounds, s.fast_path) == (False, True)

@@ -50,6 +50,20 @@ def test_a_stopped_sweep_resumes_with_the_uninterrupted_results(tmp_path: Path) 
     assert [dict(p.overrides) for p in resumed] == [dict(p.overrides) for p in whole]
 
 
+def test_a_resumed_sweep_says_what_it_kept_in_a_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without a terminal (a log, CI) the bar's lines come at its tenths, at most one each
+    5 s: the kept points' line, a moment after the start's, was dropped."""
+    kept = KeptPoints.for_sweep(tmp_path, {"seed": 0}, GRID)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep({"seed": 0}, GRID, Runs(stop_at=2), progress=False, kept=kept)
+    capsys.readouterr()
+    run_sweep({"seed": 0}, GRID, Runs(), progress=True, kept=kept)
+    lines = capsys.readouterr().err.splitlines()
+    assert "sweep: 2 kept by an earlier run of this sweep" in lines
+
+
 def test_another_sweep_or_other_code_finds_nothing_and_a_bad_entry_runs_again(
     tmp_path: Path,
 ) -> None:

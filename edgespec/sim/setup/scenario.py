@@ -100,7 +100,8 @@ class AcceptanceConfig:
     kind: Literal["trace", "iid", "decay"] = "decay"
     alpha: float = 0.7
     rates: tuple[float, ...] = (0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45)
-    traces: tuple[str, ...] = ()
+    traces: tuple[str, ...] | None = None
+    """``None``: the bundled traces (``edgespec/data/traces/``)."""
     sampled_draws: Literal["captured", "redrawn"] = "captured"
     """A sampled trace's outcomes (one with ``acceptance_prob``): ``captured``, what its
     rounds drew, the same at every seed; ``redrawn``, each request's own draw, position i
@@ -225,6 +226,9 @@ def _validate_acceptance(acc: AcceptanceConfig) -> None:
         raise ConfigError("acceptance.alpha", f"must be in [0, 1], got {acc.alpha}")
     if acc.kind == "decay" and not acc.rates:
         raise ConfigError("acceptance.rates", "needs at least one rate")
+    if acc.traces is not None and not acc.traces:
+        raise ConfigError("acceptance.traces", "is empty: name at least one trace (bundled "
+                          "name or JSONL path), or leave it out for the bundled ones")  # fmt: skip
     for k, rate in enumerate(acc.rates):
         if not 0.0 <= rate <= 1.0:
             raise ConfigError(f"acceptance.rates[{k}]", f"must be in [0, 1], got {rate}")

@@ -191,7 +191,7 @@ def load_lengths(scenario: Scenario) -> LengthTable | None:
     wl = scenario.workload
     if wl.kind == "trace":
         return None
-    if wl.prompt_tokens:
+    if wl.prompt_tokens is not None and wl.output_tokens is not None:
         return LengthTable("inline", wl.prompt_tokens, wl.output_tokens)
     return load_length_table(wl.dataset)
 

@@ -67,8 +67,8 @@ class WorkloadConfig:
 
     kind: Literal["closed_loop", "poisson", "trace"] = "closed_loop"
     dataset: str = "sharegpt"
-    prompt_tokens: tuple[int, ...] = ()
-    output_tokens: tuple[int, ...] = ()
+    prompt_tokens: tuple[int, ...] | None = None
+    output_tokens: tuple[int, ...] | None = None
     rate_per_s: float = 10.0
     think_time_s: float = 0.0
     think_distribution: Literal["exponential", "lognormal"] = "exponential"
@@ -149,18 +149,36 @@ def validate_workload(wl: WorkloadConfig, duration_s: float) -> None:
                 f"must be <= duration_s ({duration_s}), got {wl.arrivals_until_s}",
             )
     positive("workload.think_cv", wl.think_cv)
-    if len(wl.prompt_tokens) != len(wl.output_tokens):
-        raise ConfigError(
-            "workload.output_tokens",
-            f"has {len(wl.output_tokens)} entries but prompt_tokens has {len(wl.prompt_tokens)}",
-        )
-    for name in ("prompt_tokens", "output_tokens"):
-        for i, n in enumerate(getattr(wl, name)):
-            if n < (0 if name == "prompt_tokens" else 1):
-                raise ConfigError(f"workload.{name}[{i}]", f"out of range: {n}")
+    _check_inline_lengths(wl)
     if wl.max_output_tokens is not None and wl.max_output_tokens < 1:
         raise ConfigError("workload.max_output_tokens", f"must be >= 1, got {wl.max_output_tokens}")
     _check_used(wl)
+
+
+def _check_inline_lengths(wl: WorkloadConfig) -> None:
+    """An inline length table: both lists or neither, each non-empty, of one length, each
+    entry in range."""
+    prompts, outputs = wl.prompt_tokens, wl.output_tokens
+    for name, given, other in (("prompt_tokens", prompts, outputs),
+                               ("output_tokens", outputs, prompts)):  # fmt: skip
+        if given is not None and not given:
+            raise ConfigError(f"workload.{name}", "is empty: give at least one length, "
+                              "or leave both prompt_tokens and output_tokens out for "
+                              "dataset's")  # fmt: skip
+        if given is None and other is not None:
+            raise ConfigError(f"workload.{name}", "is missing: an inline length table "
+                              "needs both prompt_tokens and output_tokens")  # fmt: skip
+    if prompts is None or outputs is None:
+        return
+    if len(prompts) != len(outputs):
+        raise ConfigError(
+            "workload.output_tokens",
+            f"has {len(outputs)} entries but prompt_tokens has {len(prompts)}",
+        )
+    for name, values in (("prompt_tokens", prompts), ("output_tokens", outputs)):
+        for i, n in enumerate(values):
+            if n < (0 if name == "prompt_tokens" else 1):
+                raise ConfigError(f"workload.{name}[{i}]", f"out of range: {n}")
 
 
 def _check_used(wl: WorkloadConfig) -> None:

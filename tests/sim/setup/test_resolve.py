@@ -54,8 +54,8 @@ def _scenario(case: str, tmp_path: Path) -> Scenario:
         ],
         "cells": [
             "auto_topology.cells=2",
-            "workload.prompt_tokens=[]",
-            "workload.output_tokens=[]",
+            "workload.prompt_tokens=null",
+            "workload.output_tokens=null",
         ],
     }[case]
     return scenario_from_dict(tiny_scenario(), overrides)
@@ -261,7 +261,7 @@ def test_a_scenario_whose_policies_cannot_resolve_is_refused_with_brought_polici
             "config field 'auto_topology.servers[0].hardware': no hardware preset named 'tpu'",
         ),
         (
-            ["workload.dataset=nope", "workload.prompt_tokens=[]", "workload.output_tokens=[]"],
+            ["workload.dataset=nope", "workload.prompt_tokens=null", "workload.output_tokens=null"],
             "config field 'workload.dataset': no length table 'nope'",
         ),
         (

@@ -84,6 +84,24 @@ def _devices(**fields: Any) -> dict[str, Any]:
             ["workload.output_tokens=[3]"],
             "config field 'workload.output_tokens': has 1 entries but prompt_tokens has 4",
         ),
+        (  # an empty list was taken as "not given": the dataset's table, the bundled traces
+            tiny_scenario(),
+            ["workload.prompt_tokens=[]", "workload.output_tokens=[]"],
+            "config field 'workload.prompt_tokens': is empty: give at least one length, or "
+            "leave both prompt_tokens and output_tokens out for dataset's",
+        ),
+        (
+            {**tiny_scenario(), "workload": {"kind": "closed_loop", "output_tokens": [3]}},
+            [],
+            "config field 'workload.prompt_tokens': is missing: an inline length table needs "
+            "both prompt_tokens and output_tokens",
+        ),
+        (
+            tiny_scenario(),
+            ["acceptance={kind: trace, traces: []}"],
+            "config field 'acceptance.traces': is empty: name at least one trace (bundled name "
+            "or JSONL path), or leave it out for the bundled ones",
+        ),
         (
             tiny_scenario(),
             ["workload.thinktime=1"],
@@ -123,7 +141,7 @@ def test_validation_errors_name_the_field(
             "config field 'auto_topology.servers[0].target_model': no models preset named 'gpt5'",
         ),
         (
-            ["workload.dataset=nope", "workload.prompt_tokens=[]", "workload.output_tokens=[]"],
+            ["workload.dataset=nope", "workload.prompt_tokens=null", "workload.output_tokens=null"],
             "config field 'workload.dataset': no length table 'nope'",
         ),
     ],
