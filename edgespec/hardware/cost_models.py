@@ -37,23 +37,10 @@ from edgespec.hardware.profile_info import INFO_FIELDS, check_costs, read_profil
 from edgespec.hardware.profile_source import profile_mapping
 from edgespec.policies.estimator import WispCoefficients, zhu_batch_flops, zhu_runtime_s
 
-__all__ = [
-    "CostModel",
-    "HardwareSpec",
-    "LookupCost",
-    "ModelArchitecture",
-    "RooflineCost",
-    "WispCost",
-    "ZhuCost",
-    "available",
-    "build_cost_model",
-    "decode_steps_s",
-    "draft_passes_s",
-    "load_architecture",
-    "load_hardware",
-    "load_profile",
-    "load_wisp_coefficients",
-]
+__all__ = ["CostModel", "HardwareSpec", "LookupCost", "ModelArchitecture", "RooflineCost",
+           "WispCost", "ZhuCost", "available", "build_cost_model", "decode_steps_s",
+           "draft_passes_s", "load_architecture", "load_hardware", "load_profile",
+           "load_wisp_coefficients"]  # fmt: skip
 """The presets' names are :mod:`edgespec.hardware.presets`', importable from here too."""
 
 ZhuFlops = Literal["printed", "architecture"]
@@ -163,7 +150,7 @@ class LookupCost:
         if any(b <= a for a, b in zip(self.num_linear, self.num_linear[1:], strict=False)):
             raise ValueError("lookup num_linear must be strictly increasing")
         for i, value in enumerate(self.time_s):
-            _check_coefficient(f"time_s[{i}]", value)
+            _check_coefficient(f"time_s[{i}]", value, positive=True)
         _check_coefficient("per_cached_token_s", self.per_cached_token_s)
 
     def batch_time_s(
@@ -225,12 +212,15 @@ class _ZhuCoefficients:
     def __post_init__(self) -> None:
         _check_coefficient("c1_s_per_flop", self.c1_s_per_flop)
         _check_coefficient("c2_s", self.c2_s)
+        if self.c1_s_per_flop == 0 and self.c2_s == 0:  # a simulation would never end
+            raise ValueError("c1_s_per_flop and c2_s are both 0: a pass would take no time")
 
 
-def _check_coefficient(name: str, value: float) -> None:
-    """A fitted or measured cost is a finite number of seconds >= 0 (NaN fails ``< 0``)."""
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"{name} must be finite and >= 0, got {value}")
+def _check_coefficient(name: str, value: float, positive: bool = False) -> None:
+    """A fitted or measured cost is a finite number of seconds >= 0, > 0 when ``positive``
+    (a measured pass: a simulation of passes that take no time never reaches its end)."""
+    if not (math.isfinite(value) and (value > 0 if positive else value >= 0)):
+        raise ValueError(f"{name} must be finite and {'>' if positive else '>='} 0, got {value}")
 
 
 def build_cost_model(

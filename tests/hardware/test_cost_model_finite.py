@@ -31,10 +31,11 @@ def test_wisp_coefficients_must_be_finite(name: str, value: float) -> None:
 @pytest.mark.parametrize(
     ("times", "per_cached", "message"),
     [
-        ((1.0, math.nan), 0.0, "time_s[1] must be finite and >= 0, got nan"),
-        ((math.inf, 2.0), 0.0, "time_s[0] must be finite and >= 0, got inf"),
-        ((-1.0, 2.0), 0.0, "time_s[0] must be finite and >= 0, got -1.0"),
+        ((1.0, math.nan), 0.0, "time_s[1] must be finite and > 0, got nan"),
+        ((math.inf, 2.0), 0.0, "time_s[0] must be finite and > 0, got inf"),
+        ((-1.0, 2.0), 0.0, "time_s[0] must be finite and > 0, got -1.0"),
         ((1.0, 2.0), math.nan, "per_cached_token_s must be finite and >= 0, got nan"),
+        ((0.0, 2.0), 0.0, "time_s[0] must be finite and > 0, got 0.0"),  # a pass of no time
     ],
 )
 def test_lookup_times_must_be_finite(
@@ -91,4 +92,27 @@ def test_the_sim_reports_a_nan_profile_at_the_field_that_named_it(tmp_path: Path
     assert str(info.value) == (
         "config field 'auto_topology.servers[0].cost_model.profile': "
         f"{path}.c_s: must be finite and >= 0, got nan"
+    )
+
+
+def test_a_cost_model_whose_passes_take_no_time_is_refused(tmp_path: Path) -> None:
+    """Passes of no time (a lookup table of zeros, Eq. 17 all 0) with a link and
+    think time of 0 left simulated time standing: a 1 s run never ended, its records
+    growing ~3 MB/s (found by a report-only audit)."""
+    path = tmp_path / "zhu0.yaml"
+    path.write_text(yaml.safe_dump({"kind": "zhu", "model": "llama2-7b", "c1_s_per_flop": 0.0,
+                                    "c2_s": 0.0}))  # fmt: skip
+    with pytest.raises(ConfigError, match="c1_s_per_flop and c2_s are both 0: a pass would take"):
+        load_profile(str(path))
+    path = tmp_path / "zero.yaml"
+    path.write_text(yaml.safe_dump({"kind": "lookup", "num_linear": [1, 2], "time_s": [0, 0]}))
+    overrides = [f"auto_topology.{side}.0.cost_model={{kind: lookup, profile: '{path}'}}"
+                 for side in ("servers", "devices")] + [
+        "links.wan={rtt_ms: 0, jitter_ms: 0, loss_rate: 0, bandwidth_mbps: 1e12}",
+        "workload.think_time_s=0", "workload.ramp_s=0"]  # fmt: skip
+    with pytest.raises(ConfigError) as info:
+        simulate(scenario_from_dict(tiny_scenario(duration_s=1.0), overrides))
+    assert str(info.value) == (
+        "config field 'auto_topology.devices[0].cost_model.profile': time_s[0] must be finite "
+        "and > 0, got 0.0"
     )
