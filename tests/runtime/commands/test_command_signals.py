@@ -196,7 +196,7 @@ def test_sigterm_while_the_target_loads_is_one_line_and_143(
     monkeypatch.setattr(serve_command, "load_target", loading)
     previous = signal.signal(signal.SIGTERM, ours)
     try:
-        status = main(["serve", "--target", str(model_dir)])
+        status = main(["serve", "--target", str(model_dir), "--port", "0"])  # 50051 may be taken
     except _Stopped:
         pytest.fail("the command left SIGTERM to the handler it found")
     finally:
