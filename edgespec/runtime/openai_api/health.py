@@ -18,8 +18,8 @@ however many health checks arrive; a check waits at most ``PROBE_WAIT_S`` for th
 finds, then answers with what is known.
 
 ``/metrics`` says the same per server (:func:`server_metrics`), refreshed alike. A request
-that finds every server unreachable for longer than ``--retry-timeout-s``, as probed within
-``PROBE_INTERVAL_S``, is answered 503 at once (:meth:`Health.refuse_if_hopeless`: a hung
+that finds every server unreachable for longer than ``--retry-timeout-s``, as told within
+``REFUSAL_FRESH_S``, is answered 503 at once (:meth:`Health.refuse_if_hopeless`: a hung
 server's probe within its deadline, ``HOPELESS_WAIT_S``): waiting that long could not help
 it; one at an outage's start waits (a server restarting). A
 server told unreachable within ``PROBE_INTERVAL_S`` is not asked by routing
@@ -39,6 +39,7 @@ from fastapi.responses import JSONResponse
 
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.openai_api.admission import Admission, metric_family
+from edgespec.runtime.openai_api.errors import RETRY_AFTER_S
 from edgespec.runtime.openai_api.server_watch import REACHABLE, STATES, Seen, ServerWatch
 
 LOG = logging.getLogger(__name__)
@@ -53,6 +54,12 @@ PROBE_TIMEOUT_S = 2.0
 PROBE_WAIT_S = 0.5
 """The most a health check waits for probes in flight (a Kubernetes probe's shortest
 timeout is 1 s)."""
+
+REFUSAL_FRESH_S = float(RETRY_AFTER_S)
+"""How old what a server told may be for a request to be refused on it, and the least time
+between two probes a refusal starts: the 503's ``Retry-After`` (1 s), so a client retrying
+after it is judged on a newer word. On ``PROBE_INTERVAL_S``'s a restarted server's clients
+were refused for up to 5 s after it listened."""
 
 HOPELESS_WAIT_S = PROBE_TIMEOUT_S + PROBE_WAIT_S
 """The most a request that finds every server long unreachable waits for their probes: a
@@ -148,29 +155,33 @@ class Health:
     async def refuse_if_hopeless(self, retry_timeout_s: float) -> None:
         """Raise, for a request about to wait up to ``retry_timeout_s`` for a server, the 503
         it would get then, when every server has been unreachable for longer (each as told
-        within ``PROBE_INTERVAL_S``: one told of earlier is probed first, waited for up to
+        within ``REFUSAL_FRESH_S``: one told of earlier is probed first, waited for up to
         ``HOPELESS_WAIT_S``, a hung one's probe failing at its deadline; one still unknown,
         the request waits)."""
         if self.watch.unreachable_for_s() <= retry_timeout_s:
             return  # a server in another state, or an outage younger than the wait
-        await self._refresh(HOPELESS_WAIT_S)
-        down_s = self.watch.unreachable_for_s(fresh_s=PROBE_INTERVAL_S)
+        await self._refresh(HOPELESS_WAIT_S, interval_s=REFUSAL_FRESH_S)
+        down_s = self.watch.unreachable_for_s(fresh_s=REFUSAL_FRESH_S)
         if down_s > retry_timeout_s:
             raise self.watch.unreachable_error(down_s, retry_timeout_s)
 
-    def _due(self, index: int, now_s: float) -> bool:
-        """Whether server ``index`` is to be probed now."""
+    def _due(self, index: int, now_s: float, interval_s: float) -> bool:
+        """Whether server ``index`` is to be probed now: none of it in flight, and neither
+        a probe started nor a word told within ``interval_s``."""
         if index in self._flying:
             return False
         last_s = [self._started_s.get(index), self.watch.seen()[index].told_s]
-        return all(s is None or now_s - s >= PROBE_INTERVAL_S for s in last_s)
+        return all(s is None or now_s - s >= interval_s for s in last_s)
 
-    async def _refresh(self, wait_s: float = PROBE_WAIT_S) -> None:
-        """Start the probes due; wait up to ``wait_s`` for those in flight to land."""
+    async def _refresh(
+        self, wait_s: float = PROBE_WAIT_S, interval_s: float = PROBE_INTERVAL_S
+    ) -> None:
+        """Start the probes due (:meth:`_due`); wait up to ``wait_s`` for those in flight to
+        land."""
         loop = asyncio.get_running_loop()
         now_s = self._clock()
         for index, client in enumerate(self.clients):
-            if self._due(index, now_s):
+            if self._due(index, now_s, interval_s):
                 self._started_s[index] = now_s
                 probe = loop.run_in_executor(self._probes, client.stats, PROBE_TIMEOUT_S)
                 self._flying[index] = probe

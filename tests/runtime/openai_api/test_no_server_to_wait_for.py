@@ -148,3 +148,35 @@ def test_a_server_back_unnoticed_is_probed_and_serves_the_request(
         api.stop()
         server.stop(grace_s=0)
     assert status == 200
+
+
+def test_a_client_retrying_after_its_503_is_served_by_a_restarted_server(
+    target: TransformersTarget, draft_model: Any
+) -> None:
+    """A 503's ``Retry-After`` is 1 s: a request within it of the probe that refused the last
+    one is refused on that word, one after it is judged on a new probe. Once a request was
+    refused, a server restarted 1.5 s later was refused on that probe for 5 s more."""
+    clock = Clock()
+    port = free_port()
+    server = start_server(target, host="127.0.0.1", port=port)
+    api, (client,) = _endpoint([f"127.0.0.1:{port}"], draft_model, clock,
+                               retry_timeout_s=RETRY_TIMEOUT_S)  # fmt: skip
+    try:
+        server.stop(grace_s=0)
+        clock.now_s = 110.0
+        assert get(api)[0] == 503  # a probe: unreachable since 110
+        clock.now_s = 131.0
+        refused = _timed_post(api)[0]  # probed at 131: still down
+        clock.now_s = 131.9  # within Retry-After of that probe: refused on it, no new probe
+        num_stats = client.num_stats
+        again = _timed_post(api)[0]
+        probed = client.num_stats - num_stats
+        server = start_server(target, host="127.0.0.1", port=port)
+        time.sleep(1.5)  # the endpoint's channel reconnects within its 1 s backoff
+        clock.now_s = 132.5  # a retry after Retry-After: probed afresh, the server back
+        status, reply, _, _ = _timed_post(api)
+    finally:
+        api.stop()
+        server.stop(grace_s=0)
+    assert (refused, again, probed) == (503, 503, 0)
+    assert status == 200, reply
