@@ -65,12 +65,18 @@ def utf8_text(raw: bytes) -> str:
         raise invalid(f"request body is not valid utf-8 {where}", code="invalid_json") from None
 
 
+BODY_FLAG = "--openai-max-body-bytes"
+"""The endpoint's flag behind the body limit, named in its refusal."""
+
+
 def too_large(size_bytes: int | None, max_body_bytes: int) -> ApiError:
     """413: the body declared ``size_bytes`` long, or (``None``) one read past the limit."""
     if size_bytes is None:
-        message = f"request body is over the limit of {max_body_bytes} bytes (chunked)"
+        message = (f"request body is over the limit of {max_body_bytes} bytes "
+                   f"({BODY_FLAG}), sent chunked")  # fmt: skip
     else:
-        message = f"request body is {size_bytes} bytes, over the limit of {max_body_bytes}"
+        message = (f"request body is {size_bytes} bytes, over the limit of {max_body_bytes} "
+                   f"({BODY_FLAG})")  # fmt: skip
     return ApiError(413, message, code="request_too_large")
 
 

@@ -56,6 +56,16 @@ def max_prompt_chars(max_prompt_tokens: int, chars_per_token: int = CHARS_PER_TO
     return max_prompt_tokens * chars_per_token
 
 
+PROMPT_FLAG = "--openai-max-prompt-tokens"
+"""The endpoint's flag behind every prompt limit, named in its refusals (the operator's
+lever)."""
+
+
+def prompt_limit(max_prompt_tokens: int) -> str:
+    """The token limit of a prompt as a refusal states it, with its flag."""
+    return f"{max_prompt_tokens} tokens ({PROMPT_FLAG})"
+
+
 def _over(what: str, limit: str, param: str) -> ApiError:
     return invalid(f"{what}, over the limit of {limit}", param=param,
                    code="context_length_exceeded")  # fmt: skip
@@ -64,8 +74,7 @@ def _over(what: str, limit: str, param: str) -> ApiError:
 def _chars(max_prompt_tokens: int, chars_per_token: int) -> str:
     """The character limit as a message states it."""
     return (f"{max_prompt_chars(max_prompt_tokens, chars_per_token)} characters "
-            f"({chars_per_token} per token of the {max_prompt_tokens}-token prompt "
-            "limit)")  # fmt: skip
+            f"({chars_per_token} per token of {PROMPT_FLAG} {max_prompt_tokens})")  # fmt: skip
 
 
 def _content(value: Any, index: int, room: int) -> str:
@@ -123,7 +132,7 @@ def _messages(value: Any, max_prompt_tokens: int, chars_per_token: int) -> tuple
                       f"{shown(value)}", param="messages")  # fmt: skip
     if len(value) > max_prompt_tokens:
         raise _over(f"messages has {len(value)} messages", f"{max_prompt_tokens} (each is at "
-                    "least one token of the prompt)", "messages")  # fmt: skip
+                    f"least one token of {PROMPT_FLAG})", "messages")  # fmt: skip
     room = max_prompt_chars(max_prompt_tokens, chars_per_token)
     messages: list[Message] = []
     for index, item in enumerate(value):
@@ -156,7 +165,8 @@ def parse_prompt(
                         _chars(max_prompt_tokens, chars_per_token), "prompt")  # fmt: skip
         return prompt
     if isinstance(prompt, list) and len(prompt) > max_prompt_tokens:
-        raise _over(f"the prompt is {len(prompt)} tokens", str(max_prompt_tokens), "prompt")
+        raise _over(f"the prompt is {len(prompt)} tokens", prompt_limit(max_prompt_tokens),
+                    "prompt")  # fmt: skip
     if (
         isinstance(prompt, list)
         and prompt

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from edgespec.runtime.openai_api.chat_prompt import DEFAULT_RENDERING, ChatRendering, chat_ids
 from edgespec.runtime.openai_api.errors import invalid, shown
-from edgespec.runtime.openai_api.messages import Message, Prompt, is_chat
+from edgespec.runtime.openai_api.messages import Message, Prompt, is_chat, prompt_limit
 from edgespec.runtime.openai_api.schema import Limits
 
 TOKENIZER_LOCK = threading.Lock()
@@ -51,7 +51,7 @@ def prompt_ids(
         raise invalid("the prompt is empty after tokenization", param=prompt_param(prompt))
     if len(ids) > limits.max_prompt_tokens:
         raise invalid(f"the prompt is {len(ids)} tokens, over the limit of "
-                      f"{limits.max_prompt_tokens}", param=prompt_param(prompt),
+                      f"{prompt_limit(limits.max_prompt_tokens)}", param=prompt_param(prompt),
                       code="context_length_exceeded")  # fmt: skip
     return ids
 

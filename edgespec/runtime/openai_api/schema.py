@@ -188,7 +188,8 @@ def _max_tokens(
         raise invalid("max_tokens 0 returns the prompt alone: it needs echo: true",
                       param=name)  # fmt: skip
     if not 1 <= value <= limits.max_tokens:
-        raise invalid(f"{name} must be in [1, {limits.max_tokens}], got {shown(value)}",
+        raise invalid(f"{name} must be in [1, {limits.max_tokens}] (--openai-max-tokens), "
+                      f"got {shown(value)}",
                       param=name)  # fmt: skip
     return name, value
 

@@ -81,7 +81,8 @@ def test_chunked_body_is_refused_while_it_arrives_memory_flat(api: ApiThread) ->
     status, error = _status_and_error(reply)
     assert (status, error["code"]) == (413, "request_too_large")
     assert error["message"] == (
-        f"request body is over the limit of {LIMITS.max_body_bytes} bytes (chunked)"
+        f"request body is over the limit of {LIMITS.max_body_bytes} bytes "
+        "(--openai-max-body-bytes), sent chunked"
     )
     assert grown < 16 << 20, f"peak memory grew {grown >> 20} MiB during the request"
     assert sent < BODY_BYTES // 8, f"the 413 came after {sent} of {BODY_BYTES} bytes"
@@ -132,11 +133,17 @@ def test_a_slow_sender_gets_408_and_a_declared_length_over_the_limit_413() -> No
     with pytest.raises(ApiError) as info:
         asyncio.run(read_body(declared, 4096, timeout_s=0.2))
     assert (info.value.status, info.value.code) == (413, "request_too_large")
-    assert info.value.message == "request body is 5000 bytes, over the limit of 4096"
+    assert (
+        info.value.message
+        == "request body is 5000 bytes, over the limit of 4096 (--openai-max-body-bytes)"
+    )
     chunked = _request([], [b"{" + b" " * 3000, b" " * 3000], stall=True)
     with pytest.raises(ApiError) as info:  # said "is more than 4096 bytes, over the limit"
         asyncio.run(read_body(chunked, 4096, timeout_s=5))
     assert (info.value.status, info.value.code) == (413, "request_too_large")
-    assert info.value.message == "request body is over the limit of 4096 bytes (chunked)"
+    assert (
+        info.value.message
+        == "request body is over the limit of 4096 bytes (--openai-max-body-bytes), sent chunked"
+    )
     whole = _request([], [b'{"a":', b" 1}"], stall=False)
     assert asyncio.run(read_body(whole, 4096)) == b'{"a": 1}'

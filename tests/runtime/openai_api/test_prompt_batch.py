@@ -69,7 +69,8 @@ BATCH_ERRORS = [
     ([[1]] * 3, {"n": 6}, "n", "3 prompts with n 6 are 18 choices, over the limit of 16"),
     (["w1", {"k": 1}], {}, "prompt", "prompt[1]: prompt must be a string or a non-empty list of "
      'token ids, or a list of at most 16 of those, got {"k": 1}'),
-    ([[1], [1] * 65], {}, "prompt", "prompt[1]: the prompt is 65 tokens, over the limit of 64"),
+    ([[1], [1] * 65], {}, "prompt", "prompt[1]: the prompt is 65 tokens, over the limit of 64 "
+     "tokens (--openai-max-prompt-tokens)"),
     ([[1], [2, 70]], {}, "prompt", "prompt[1]: prompt token ids [70] are outside the "
      "target's vocabulary of 64"),
     (["w1", "w2", ""], {}, "prompt", "prompt[2]: the prompt is empty after tokenization"),

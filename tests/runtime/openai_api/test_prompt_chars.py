@@ -62,7 +62,7 @@ def test_the_limit_follows_chars_per_token(chat: bool) -> None:
         else "the prompt is 1985 characters"
     )
     assert refused.value.message == (
-        f"{what}, over the limit of 1984 characters (31 per token of the 64-token prompt limit)"
+        f"{what}, over the limit of 1984 characters (31 per token of --openai-max-prompt-tokens 64)"
     )
 
 

@@ -72,14 +72,14 @@ def _wait_for(api: ApiThread, waiting: int, chars: int) -> None:
     [
         ("/v1/completions", {"prompt": "w1 " * 700}, "prompt",
          "the prompt is 2100 characters, over the limit of 1024 characters (16 per token of "
-         "the 64-token prompt limit)"),
+         "--openai-max-prompt-tokens 64)"),
         ("/v1/chat/completions",
          {"messages": [{"role": "user", "content": "w1 " * 200}] * 2}, "messages",
          "the messages' content is at least 1200 characters (by messages[1]), over the limit "
-         "of 1024 characters (16 per token of the 64-token prompt limit)"),
+         "of 1024 characters (16 per token of --openai-max-prompt-tokens 64)"),
         ("/v1/chat/completions", {"messages": [{"role": "user", "content": ""}] * 65},
          "messages", "messages has 65 messages, over the limit of 64 (each is at least one "
-         "token of the prompt)"),
+         "token of --openai-max-prompt-tokens)"),
     ],
     ids=["text", "chat-characters", "chat-messages"],
 )  # fmt: skip

@@ -44,7 +44,8 @@ def _chat(content: str, **fields: Any) -> dict[str, Any]:
         ("temperature", BIG, f"temperature must be in [0.0, 2.0], got {BIG_SHOWN}"),
         ("temperature", -BIG, f"temperature must be in [0.0, 2.0], got -1{'0' * 77}…"),
         ("top_p", BIG, f"top_p must be in [0.0, 1.0], got {BIG_SHOWN}"),
-        ("max_tokens", BIG, f"max_tokens must be in [1, 4000], got {BIG_SHOWN}"),
+        ("max_tokens", BIG, "max_tokens must be in [1, 4000] (--openai-max-tokens), "
+         f"got {BIG_SHOWN}"),
         ("seed", BIG, f"seed must be in [0, 2**63), got {BIG_SHOWN}"),
     ],
     ids=["temperature", "temperature-negative", "top_p", "max_tokens", "seed"],
@@ -61,7 +62,8 @@ def test_a_number_of_any_size_is_400_naming_its_field(
 def test_chat_max_completion_tokens_is_quoted_short(api: ApiThread) -> None:
     status, error = _error(api, _chat("w1", max_completion_tokens=BIG), path=CHAT)
     assert (status, error["param"], error["message"]) == (
-        400, "max_completion_tokens", f"max_completion_tokens must be in [1, 4000], got {BIG_SHOWN}"
+        400, "max_completion_tokens", "max_completion_tokens must be in [1, 4000] "
+        f"(--openai-max-tokens), got {BIG_SHOWN}"
     )  # fmt: skip
 
 
@@ -87,7 +89,8 @@ def test_a_key_given_twice_is_400(api: ApiThread, raw: bytes, key: str) -> None:
 @pytest.mark.parametrize(
     ("content", "code", "message"),
     [
-        ("w1 " * 65, "context_length_exceeded", "the prompt is 65 tokens, over the limit of 64"),
+        ("w1 " * 65, "context_length_exceeded", "the prompt is 65 tokens, over the limit of 64 "
+         "tokens (--openai-max-prompt-tokens)"),
         ("", None, "the prompt is empty after tokenization"),
     ],
     ids=["over-the-limit", "empty"],

@@ -113,8 +113,8 @@ REFUSALS = [
      "add_special_tokens must be a boolean, got 1"),
     ("/tokenize", {"prompt": [5, 6]}, 400, "prompt", "prompt must be a string here, got [5, 6]"),
     ("/tokenize", {"prompt": "x" * 129}, 400, "prompt",
-     "the prompt is 129 characters, over the limit of 128 characters (16 per token of the "
-     "8-token prompt limit)"),
+     "the prompt is 129 characters, over the limit of 128 characters (16 per token of "
+     "--openai-max-prompt-tokens 8)"),
     ("/detokenize", {"tokens": [1] * 13}, 400, "tokens",
      "tokens holds 13 ids, over the limit of 12 (a prompt and a completion)"),
     ("/detokenize", {"tokens": [5, 70]}, 400, "tokens",

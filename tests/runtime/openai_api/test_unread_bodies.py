@@ -60,7 +60,8 @@ def _unread(sock: socket.socket, total: int = 8 << 20) -> int:
     ("request_head", "status", "message"),
     [
         (_head("POST", "/v1/completions", f"{JSON}Content-Length: {FOREVER}\r\n"), 413,
-         f"request body is {FOREVER} bytes, over the limit of {LIMITS.max_body_bytes}"),
+         f"request body is {FOREVER} bytes, over the limit of {LIMITS.max_body_bytes} "
+         "(--openai-max-body-bytes)"),
         (_head("POST", "/v1/completions", f"Content-Type: text/plain\r\nContent-Length: "
                f"{FOREVER}\r\n"), 415, 'Content-Type must be application/json, got "text/plain"'),
         (_head("GET", "/nope", "Transfer-Encoding: chunked\r\n"), 404, "GET /nope: Not Found"),
