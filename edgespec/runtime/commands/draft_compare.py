@@ -27,8 +27,13 @@ def compare(
     distributed, on the same prompt, each output under its label on stdout; on stderr the
     speed-up (over the server's ``numerics``) and whether greedy outputs are token-identical
     (exit 1 when they are not)."""
-    print("centralized (the server decodes alone):", flush=True)
-    central = run.server_side(fused=False, ready=ready)
+
+    def ready_then_header() -> None:  # stderr's "ready" line before stdout's first label
+        ready()
+        sys.stderr.flush()
+        print("centralized (the server decodes alone):", flush=True)
+
+    central = run.server_side(fused=False, ready=ready_then_header)
     central.report("centralized")
     print("distributed (drafted here, verified by the server):", flush=True)
     spec = run.distributed(draft, vocab_size, window, stop, args.records is not None)

@@ -5,6 +5,8 @@ server is reached before the draft loads."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import socket
@@ -110,6 +112,22 @@ def test_compare_runs_both_modes_and_checks_the_outputs(
     assert lines[3].startswith("baseline: the exact kernels pad each pass to 8 rows")
     rows = _rows(records)
     assert rows[-1]["type"] == "RequestRecord" and rows[-1]["num_rounds"] == len(rows) - 1
+
+
+def test_compare_says_ready_before_its_first_label(
+    server: ServerThread, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On one terminal stderr's ``ready`` comes before stdout's first label: the label was
+    printed before the centralized run began, so the start-up's last stage line came after
+    it, between the label and its text."""
+    argv = ["draft", "--server", f"127.0.0.1:{server.port}", "--draft", "ngram", "--compare"]
+    both = io.StringIO()
+    with contextlib.redirect_stdout(both), contextlib.redirect_stderr(both):
+        assert main([*argv, "--prompt-ids", "1,2,3", "--max-new-tokens", "4"]) == 0
+    lines = both.getvalue().splitlines()
+    label = lines.index("centralized (the server decodes alone):")
+    stages = split_stages("\n".join(lines[:label]))[0]
+    assert stages[-1] == "ready", lines
 
 
 def test_compare_exits_1_when_the_outputs_differ(
