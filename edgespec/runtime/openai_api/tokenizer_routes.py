@@ -8,8 +8,10 @@ lm-evaluation-harness's ``local-completions`` finds them and tokenizes
 through the endpoint, so a client needs no copy of the tokenizer. Bodies are bounded as
 a completion's (``Limits``): text and messages as a prompt before tokenizing, waiting in
 the same line for the tokenizer (:mod:`.tokenizing`); ``tokens`` at most a prompt and a
-completion's worth, each in the vocabulary. Another field is a 400 naming it; a
-``model`` other than the served one a 404."""
+completion's worth, each in the vocabulary. A field set to ``null`` is absent, as in a
+completion's body; another field is a 400 naming it; a ``model`` other than the served one
+a 404. The tokenizer runs off the event loop, spelling ``return_token_strs`` too, and a
+client that leaves while its prompt waits for the tokenizer gives its place up."""
 
 from __future__ import annotations
 
@@ -25,12 +27,13 @@ from edgespec.runtime.openai_api.admission import ClientHold
 from edgespec.runtime.openai_api.chat_fields import chat_rendering
 from edgespec.runtime.openai_api.chat_prompt import DEFAULT_RENDERING, ChatRendering
 from edgespec.runtime.openai_api.edge_setup import EdgeSetup
-from edgespec.runtime.openai_api.errors import invalid, shown, unknown_model
+from edgespec.runtime.openai_api.errors import clip, invalid, shown, unknown_model
 from edgespec.runtime.openai_api.fields import boolean_field
 from edgespec.runtime.openai_api.messages import Prompt, parse_prompt, prompt_size
 from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK, check_vocabulary, prompt_ids
 from edgespec.runtime.openai_api.schema import Limits
 from edgespec.runtime.openai_api.tokenizing import PromptLine, run_holding
+from edgespec.runtime.openai_api.waits import waited
 
 TOKENIZE_FIELDS = frozenset(
     {"model", "prompt", "messages", "add_special_tokens", "add_generation_prompt",
@@ -52,14 +55,18 @@ def tokenizer_info(setup: EdgeSetup) -> dict[str, Any]:
     return info
 
 
-def _checked(body: Mapping[str, Any], fields: frozenset[str], model_id: str) -> None:
+def checked_body(body: Mapping[str, Any], fields: frozenset[str], model_id: str) -> dict[str, Any]:
+    """``body`` without its ``null`` fields (absent, as a completion's), refused when it
+    names a field outside ``fields`` or a model other than ``model_id``."""
+    body = {name: value for name, value in body.items() if value is not None}
     if unknown := sorted(set(body) - fields):
         raise invalid(f"unknown field {shown(unknown[0])}: this route takes "
-                      f"{', '.join(sorted(fields))}", param=unknown[0],
+                      f"{', '.join(sorted(fields))}", param=clip(unknown[0]),
                       code="unknown_parameter")  # fmt: skip
     model = body.get("model", model_id)
     if model != model_id:
         raise unknown_model(model if isinstance(model, str) else shown(model), model_id)
+    return body
 
 
 def is_chat(body: Mapping[str, Any]) -> bool:
@@ -108,9 +115,19 @@ def _chat_rendering(body: Mapping[str, Any]) -> ChatRendering:
 
 
 def token_strs(setup: EdgeSetup, ids: list[int]) -> list[str]:
-    """Each of ``ids``' token as the vocabulary spells it (``convert_ids_to_tokens``)."""
+    """Each of ``ids``' token as the vocabulary spells it (``convert_ids_to_tokens``; call
+    it off the event loop: it waits for the tokenizer's lock)."""
     with TOKENIZER_LOCK:
         return [str(t) for t in setup.tokenizer.convert_ids_to_tokens(ids)]
+
+
+def tokenized(
+    setup: EdgeSetup, prompt: Prompt, add_special_tokens: bool, limits: Limits,
+    rendering: ChatRendering, spelt: bool,
+) -> tuple[list[int], list[str] | None]:  # fmt: skip
+    """``/tokenize``'s ids (:func:`tokenize_ids`) and, when ``spelt``, their spellings."""
+    ids = tokenize_ids(setup, prompt, add_special_tokens, limits, rendering)
+    return ids, token_strs(setup, ids) if spelt else None
 
 
 def detokenized(setup: EdgeSetup, body: Mapping[str, Any], limits: Limits) -> str:
@@ -145,9 +162,7 @@ def add_tokenizer_routes(
     client's cap by ``hold`` while it is answered (the completions' count)."""
 
     async def _body(request: Request, fields: frozenset[str]) -> dict[str, Any]:
-        body = await read_json(request, limits)
-        _checked(body, fields, model_id)
-        return body
+        return checked_body(await read_json(request, limits), fields, model_id)
 
     @app.api_route("/tokenizer_info", methods=["GET", "HEAD"])  # as every GET route
     async def info() -> JSONResponse:
@@ -162,11 +177,10 @@ def add_tokenizer_routes(
                 special = boolean_field(body, "add_special_tokens", True)
                 rendering = _chat_rendering(body)
                 spelt = boolean_field(body, "return_token_strs", False)
-                await line.acquire(prompt_size(prompt))
-                ids = await run_holding(
-                    line, partial(tokenize_ids, setup, prompt, special, limits, rendering)
+                await waited(request, line.acquire(prompt_size(prompt)), line.release)
+                ids, strs = await run_holding(
+                    line, partial(tokenized, setup, prompt, special, limits, rendering, spelt)
                 )
-                strs = token_strs(setup, ids) if spelt else None
         except Exception as exc:
             return error_response(exc)
         return JSONResponse({"count": len(ids), "max_model_len": setup.max_context_tokens,

@@ -6,6 +6,7 @@ the tokenizer two seconds, and eight abandoned ones stalled a small request for 
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import threading
@@ -32,12 +33,22 @@ class HeldTokenizer:
         self.go = threading.Event()
         self.entered = threading.Event()
         self.calls = 0
+        self.spelt_on_loop: bool | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.calls += 1
         self.entered.set()
         assert self.go.wait(60), "never let go"
         return self._inner(*args, **kwargs)
+
+    def convert_ids_to_tokens(self, ids: list[int]) -> Any:
+        """The spelling, noting whether it ran on an event loop's thread."""
+        try:
+            asyncio.get_running_loop()
+            self.spelt_on_loop = True
+        except RuntimeError:
+            self.spelt_on_loop = False
+        return self._inner.convert_ids_to_tokens(ids)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -120,9 +131,16 @@ def test_prompts_wait_their_turn_and_a_full_line_is_429(
     assert _metrics(api)["prompts_refused_total"] == 1
 
 
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [("/v1/completions", {"model": MODEL, "prompt": LONG, "max_tokens": 2}),
+     ("/tokenize", {"prompt": LONG})],
+)  # fmt: skip
 def test_a_client_that_leaves_while_its_prompt_waits_is_never_tokenized(
-    held: tuple[ApiThread, HeldTokenizer],
+    held: tuple[ApiThread, HeldTokenizer], path: str, body: dict[str, Any]
 ) -> None:
+    """``/tokenize`` too: it kept a gone client's place, which took the tokenizer's turn
+    after it and held the line's room meanwhile (429s for the clients still there)."""
     api, tokenizer = held
     with ThreadPoolExecutor(1) as pool:
         first = pool.submit(_complete, api, "w1 w2")
@@ -130,8 +148,7 @@ def test_a_client_that_leaves_while_its_prompt_waits_is_never_tokenized(
         leaving = []
         for _ in range(2):
             connection = http.client.HTTPConnection("127.0.0.1", api.port, timeout=30)
-            connection.request("POST", "/v1/completions",
-                               json.dumps({"model": MODEL, "prompt": LONG, "max_tokens": 2}),
+            connection.request("POST", path, json.dumps(body),
                                {"Content-Type": "application/json"})  # fmt: skip
             leaving.append(connection)
         _wait_for(api, waiting=2, chars=2000)
@@ -170,3 +187,17 @@ def test_a_token_id_prompts_window_is_made_off_the_event_loop(
         assert not made.is_set()  # answered while the window was still being made
         connection.close()
         assert status.result(timeout=30)[0] == 200
+
+
+def test_tokenizes_spelling_runs_off_the_event_loop(
+    held: tuple[ApiThread, HeldTokenizer],
+) -> None:
+    """``/tokenize``'s ``return_token_strs`` spelt the ids on the event loop, waiting there
+    for the tokenizer's lock that the threads tokenizing other prompts hold: every client
+    waited with it."""
+    api, tokenizer = held
+    tokenizer.go.set()
+    body = json.dumps({"prompt": "w1 w2", "return_token_strs": True}).encode()
+    status, reply, _ = _post(api, "/tokenize", body)
+    assert (status, reply["token_strs"]) == (200, ["w1", "w2"])
+    assert tokenizer.spelt_on_loop is False

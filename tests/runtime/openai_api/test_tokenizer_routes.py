@@ -86,6 +86,15 @@ def test_tokenize_and_detokenize(api: ApiThread) -> None:
     assert _json(api, "/detokenize", {"tokens": []}) == {"prompt": ""}
 
 
+def test_a_null_field_is_absent_as_in_a_completion(api: ApiThread) -> None:
+    """``"model": null`` was a 404 naming the model "null", and an unknown field set to
+    null a 400, where a completion's body takes both as absent."""
+    reply = _json(api, "/tokenize", {"prompt": "w5", "model": None, "user": None,
+                                     "add_special_tokens": None})  # fmt: skip
+    assert reply["tokens"] == [1, 5]
+    assert _json(api, "/detokenize", {"tokens": [5], "model": None}) == {"prompt": "w5"}
+
+
 REFUSALS = [
     ("/tokenize", {"prompt": "w1", "continue_final_message": True}, 400,
      "continue_final_message",
