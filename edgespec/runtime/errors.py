@@ -54,6 +54,22 @@ class RequestError(Exception):
         return f"edgespec {command}: {self}{hint}"
 
 
+class ReplyTooLarge(RequestError):
+    """The server sent a reply over this client's own gRPC message limit (gRPC's
+    ``RESOURCE_EXHAUSTED`` on receipt, which reads as the server being busy): the server
+    takes larger messages than the client. ``INVALID_ARGUMENT``: asking again gets the
+    same reply."""
+
+    def __init__(self, reply_bytes: int, limit_bytes: int) -> None:
+        super().__init__(
+            ErrorCode.INVALID_ARGUMENT,
+            f"the verification server's reply is {reply_bytes:,} bytes, over the client's "
+            f"gRPC message limit of {limit_bytes:,} (edgespec draft --max-message-bytes; the "
+            "server's max_message_bytes is higher): set the two alike, or ask for a smaller "
+            "reply (a shorter prompt, fewer logprobs)",
+        )
+
+
 UNREACHED_HINT = "is an `edgespec serve` running and reachable at the --server address?"
 """A client's hint for an ``UNAVAILABLE`` server that is no TLS handshake's failure."""
 

@@ -11,7 +11,12 @@ from typing import Any
 from starlette.responses import JSONResponse
 
 from edgespec.runtime.edge.progress import NoProgress
-from edgespec.runtime.errors import ErrorCode, RequestError, context_refusal_numbers
+from edgespec.runtime.errors import (
+    ErrorCode,
+    ReplyTooLarge,
+    RequestError,
+    context_refusal_numbers,
+)
 
 RETRY_AFTER_S = 1
 """The ``Retry-After`` hint (seconds) of a 503: the verification server did not answer."""
@@ -128,6 +133,8 @@ def from_request_error(
     if isinstance(exc, NoProgress):
         return ApiError(504, f"the drafter {exc.message}", kind="server_error",
                         code="no_progress", retry_after_s=RETRY_AFTER_S)  # fmt: skip
+    if isinstance(exc, ReplyTooLarge):  # the endpoint's limit: not the server's refusal
+        return invalid(exc.message, code="reply_too_large")
     over = context_refusal_numbers(exc)
     if over is not None:
         return context_exceeded(*over, prompt_param, max_tokens_name)

@@ -13,24 +13,33 @@ this, and gRPC says :data:`LOCAL_CANCEL_DETAILS` of them.
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
 import grpc
 
-from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.errors import ErrorCode, ReplyTooLarge, RequestError
 from edgespec.runtime.wire.grpc_common import ERROR_CODE
 
 LOCAL_CANCEL_DETAILS = "Locally cancelled by application!"
 """gRPC's details of a call its own client cancelled (left ``CANCELLED``)."""
 
+RECEIVED_TOO_LARGE = re.compile(r"Received message larger than max \((\d+) vs\. (\d+)\)")
+"""gRPC's details of a reply over the client's own receive limit (``RESOURCE_EXHAUSTED``):
+the reply's bytes and the limit."""
+
 
 def to_request_error(exc: grpc.RpcError) -> RequestError:
     """A call's gRPC failure as the :class:`RequestError` of the same code; a deadline
     exceeded, and a ``CANCELLED`` the client did not ask for (the server stopping), are
-    ``UNAVAILABLE``; a status the runtime has no code for, ``INVALID_ARGUMENT`` naming it."""
+    ``UNAVAILABLE``; a reply over the client's own message limit, :class:`ReplyTooLarge`;
+    a status the runtime has no code for, ``INVALID_ARGUMENT`` naming it."""
     code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
     details = exc.details() if hasattr(exc, "details") else str(exc)
+    too_large = RECEIVED_TOO_LARGE.search(details or "")
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and too_large is not None:
+        return ReplyTooLarge(int(too_large.group(1)), int(too_large.group(2)))
     if code == grpc.StatusCode.CANCELLED and details != LOCAL_CANCEL_DETAILS:
         said = "" if details in ("", code.name) else f": {details}"
         return RequestError(ErrorCode.UNAVAILABLE, f"the server cancelled the call "

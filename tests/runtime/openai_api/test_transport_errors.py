@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import signal
 import time
 import urllib.error
@@ -208,3 +209,34 @@ def test_the_limit_flags_reach_the_endpoint(
     assert seen == [Limits(), Limits(1000, 9, 7), Limits()]
     assert admits == [Concurrency.for_device(), Concurrency(3, 0), Concurrency(3, 3, 2)]
     assert retries == [30.0, 2.5, 30.0]
+
+
+@pytest.fixture
+def small_replies(grpc_server: ServerThread, draft_model: Any) -> Iterator[ApiThread]:
+    """An endpoint whose gRPC limit (1,000 bytes) is below its server's (4 MiB)."""
+    address = f"127.0.0.1:{grpc_server.port}"
+    running = endpoint(address, draft_model, word_tokenizer(64), max_message_bytes=1000)
+    yield running
+    running.stop()
+
+
+def test_a_reply_over_the_endpoints_own_limit_is_400_naming_that_limit(
+    small_replies: ApiThread,
+) -> None:
+    """A first reply carrying a long prompt's log-probabilities fits the server's limit, not
+    the endpoint's: gRPC fails it on receipt as RESOURCE_EXHAUSTED, which was a 429
+    rate_limit_error with Retry-After, "the verification server refused the request": a
+    client retried it for ever, each retry a whole prompt pass on the server."""
+    body = {"model": MODEL, "prompt": " ".join(["w5"] * 60), "max_tokens": 2, "echo": True,
+            "logprobs": 5}  # fmt: skip
+    status, reply, headers = _post(small_replies, "/v1/completions", json.dumps(body).encode())
+    error = reply["error"]
+    assert (status, error["type"], error["code"]) == (400, "invalid_request_error",
+                                                      "reply_too_large")  # fmt: skip
+    assert "Retry-After" not in headers
+    assert re.fullmatch(
+        r"the verification server's reply is [\d,]+ bytes, over the client's gRPC message "
+        r"limit of 1,000 \(edgespec draft --max-message-bytes; the server's max_message_bytes "
+        r"is higher\): set the two alike, or ask for a smaller reply \(a shorter prompt, "
+        r"fewer logprobs\)", error["message"]
+    ), error["message"]  # fmt: skip
