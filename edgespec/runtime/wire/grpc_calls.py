@@ -25,9 +25,9 @@ from edgespec.runtime.wire.grpc_common import ERROR_CODE
 LOCAL_CANCEL_DETAILS = "Locally cancelled by application!"
 """gRPC's details of a call its own client cancelled (left ``CANCELLED``)."""
 
-RECEIVED_TOO_LARGE = re.compile(r"Received message larger than max \((\d+) vs\. (\d+)\)")
+RECEIVED_TOO_LARGE = re.compile(r"CLIENT: Received message larger than max \((\d+) vs\. (\d+)\)")
 """gRPC's details of a reply over the client's own receive limit (``RESOURCE_EXHAUSTED``):
-the reply's bytes and the limit."""
+the reply's bytes and the limit (a request over the server's is ``SERVER: Received ...``)."""
 
 
 def to_request_error(exc: grpc.RpcError) -> RequestError:

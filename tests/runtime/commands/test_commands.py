@@ -203,11 +203,19 @@ def test_the_clients_message_limit_is_the_flags(
     served: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``--max-message-bytes`` reaches the client's channel: a limit below the server's
-    Health reply refuses that reply (RESOURCE_EXHAUSTED), the default takes it."""
+    Health reply refuses that reply (INVALID_ARGUMENT naming the flag: it was gRPC's
+    RESOURCE_EXHAUSTED, which reads as a busy server), the default takes it."""
     address, _ = served.split("|")
     args = ["draft", "--server", address, "--draft", "ngram", "--prompt-ids", "1,2",
             "--max-new-tokens", "2"]  # fmt: skip
     assert main([*args, "--max-message-bytes", "4"]) == 1
     (err,) = split_stages(capsys.readouterr().err)[1]
-    assert err.startswith("edgespec draft: RESOURCE_EXHAUSTED: "), err
+    said = err.split(" bytes, ", 1)
+    assert said[0].startswith(
+        "edgespec draft: INVALID_ARGUMENT: the verification server's reply is "
+    ) and said[1] == (
+        "over the client's gRPC message limit of 4 (edgespec draft --max-message-bytes; the "
+        "server's max_message_bytes is higher): set the two alike, or ask for a smaller reply "
+        "(a shorter prompt, fewer logprobs)"
+    ), err
     assert main(args) == 0
