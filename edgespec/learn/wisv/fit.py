@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from edgespec.errors import UserInputError
+from edgespec.learn.wisv.data_files import check_given_once, check_one_target
 from edgespec.output_paths import write_text_atomically
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def _load(config: FitConfig) -> tuple[WisvDataset, Groups, Split, Split]:
 
     if not config.data:
         raise UserInputError("--data: give at least one wisv-data file")
-    _check_given_once(config.data)
+    check_given_once(config.data)
     parts = []
     for path in config.data:
         if path.is_dir():
@@ -78,7 +79,7 @@ def _load(config: FitConfig) -> tuple[WisvDataset, Groups, Split, Split]:
             _require_finite(parts[-1])
         except (ValueError, OSError) as exc:
             raise UserInputError(f"--data {path}: {exc}") from exc
-    _check_one_target(config.data, parts)
+    check_one_target(config.data, parts)
     names = " ".join(f"--data {p}" for p in config.data)
     try:
         data, groups = union(parts, config.labels)
@@ -86,34 +87,6 @@ def _load(config: FitConfig) -> tuple[WisvDataset, Groups, Split, Split]:
     except ValueError as exc:
         raise UserInputError(f"{names}: {exc}") from exc
     return data, groups, train, held
-
-
-def _check_given_once(paths: Sequence[Path]) -> None:
-    """No file given twice (however named: the same resolved path), which would count its
-    mismatches twice; the second naming of it is refused."""
-    seen: dict[Path, Path] = {}
-    for path in paths:
-        earlier = seen.get(path.resolve())
-        if earlier is not None:
-            again = "given twice" if earlier == path else f"the same file as --data {earlier}"
-            raise UserInputError(
-                f"--data {path}: {again}; give each file once (its mismatches would count twice)"
-            )
-        seen[path.resolve()] = path
-
-
-def _check_one_target(paths: Sequence[Path], parts: Sequence[WisvDataset]) -> None:
-    """Every file captured with one target (``meta.target``): a head is trained on one
-    target's hidden states, and files of two targets of one hidden size would mix."""
-    first = parts[0].meta.get("target")
-    for path, part in zip(paths[1:], parts[1:], strict=True):
-        target = part.meta.get("target")
-        if target != first:
-            shown = " and ".join("none recorded" if t is None else repr(t) for t in (first, target))
-            raise UserInputError(
-                f"--data {paths[0]} and --data {path} were captured with different targets "
-                f"({shown}); a head is trained for one target: give files of one"
-            )
 
 
 def _require_finite(data: WisvDataset) -> None:

@@ -58,6 +58,12 @@ def test_a_data_file_given_twice_is_refused_however_named(
         assert capsys.readouterr().err == (
             f"edgespec train wisv: --data {again}: the same file as --data {path}; {advice}\n"
         )
+    copy = tmp_path / "copy.npz"
+    copy.write_bytes(path.read_bytes())  # was joined: its mismatches counted twice
+    assert _train(tmp_path, path, copy) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec train wisv: --data {copy}: a copy of --data {path}; {advice}\n"
+    )
     assert not (tmp_path / "o").exists()
 
 
