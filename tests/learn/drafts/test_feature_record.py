@@ -62,12 +62,12 @@ def target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return directory
 
 
-def _run(target: Path, tmp_path: Path, *data_dirs: Path) -> int:
+def _run(target: Path, tmp_path: Path, *data_dirs: Path, extra: tuple[str, ...] = ()) -> int:
     argv = ["train", "feature-draft", "--target", str(target), "--out", str(tmp_path / "fd")]
     for data in data_dirs or (tmp_path / "gen",):
         argv += ["--data-dir", str(data)]
     argv += ["--features-dir", str(tmp_path / "f"), "--kept-tokens", "20", "--epochs", "1"]
-    argv += ["--overwrite"]  # a rerun replaces the draft; its features resume
+    argv += ["--overwrite", *extra]  # a rerun replaces the draft; its features resume
     return main([*argv, "--heads", "2", "--head-dim", "8", "--intermediate-size", "16"])
 
 
@@ -287,3 +287,16 @@ def test_out_holds_no_features(
         f"--out '{tmp_path / 'old'}' holds shards (features_00000.pt): a "
         "draft is saved into a folder of its own, not among shards; give another --out\n"
     )
+
+
+def test_a_holdout_of_every_prompt_is_refused_before_a_draft_is_saved(
+    target: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It trained 0 steps and saved the new draft's random weights, exit 0."""
+    assert _run(target, tmp_path, extra=("--holdout", "0.999")) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("edgespec train feature-draft: --holdout 0.999 holds out every "
+                          "prompt of the featurized data ("), err  # fmt: skip
+    assert err.endswith("leaving none to train on (at least one prompt is held out): give "
+                        "more prompts or a smaller --holdout"), err  # fmt: skip
+    assert not (tmp_path / "fd").exists()
