@@ -34,18 +34,20 @@ def default_scenario_path() -> Path:
 def scenario_path(text: str | Path) -> Path:
     """The scenario file ``text`` names: a file that exists, else a bundled scenario by
     name, with or without ``.yaml`` (``bench-cells``: ``edgespec/data/scenarios/
-    bench-cells.yaml``), so a name works from any folder. For anything else a
+    bench-cells.yaml``), so a name works from any folder (one holding a folder of that
+    name too). For anything else a
     :class:`UserInputError` (a text without a YAML suffix may have been meant as an
     override, and it says so) that ends with the closest bundled name, if one is close;
     a symlink that leads nowhere (a loop, a missing target) is said to be one.
     """
     path, text = Path(text), str(text)
-    if path.exists():
-        return path
     suffix = next((s for s in SCENARIO_SUFFIXES if text.endswith(s)), "")
     name = text.removesuffix(suffix)
     names = bundled_scenarios()
-    if name in names and path.name == text:  # a bare name, no folder
+    bundled = name in names and path.name == text  # a bare name, no folder
+    if path.exists() and not (bundled and path.is_dir()):  # a folder does not hide it
+        return path
+    if bundled:
         return bundled_scenarios_dir() / f"{name}.yaml"
     _refuse_a_broken_link(path, text)
     hint = did_you_mean(name if path.name == text else path.stem, names)

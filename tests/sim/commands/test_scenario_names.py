@@ -57,6 +57,13 @@ def test_a_name_resolves_to_the_bundled_file_and_a_file_comes_first(elsewhere: P
     assert scenario_path("bench.yaml") == Path("bench.yaml")  # the file here, not the name
 
 
+def test_a_folder_of_a_bundled_scenarios_name_does_not_hide_it(elsewhere: Path) -> None:
+    """``edgespec sim wisv`` beside a ``wisv/`` folder said "wisv: is a directory, not a
+    file"."""
+    (elsewhere / "wisv").mkdir()
+    assert scenario_path("wisv") == bundled_scenarios_dir() / "wisv.yaml"
+
+
 def test_the_help_lists_the_bundled_scenarios(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["sim", "--help"])
