@@ -6,7 +6,9 @@ each block in cache; :func:`plain_head` says when that is the model's own head (
 soft-cap). It is off unless asked for (``TransformersTarget(blocked_head_logits=True)``):
 on this project's CPUs it was no faster than one GEMM at 5 rows on one thread and slower
 at 19 and 48 rows on two (``benchmarks/probes/head_speed.py``, the results files it names
-in docs/PERFORMANCE.md).
+in docs/PERFORMANCE.md). :func:`head_logits` is the model's own head after a pass of its
+body (a pass that returns hidden states), and :func:`hidden_head_problem` says why a model's
+logits are not that (a logit scale; no body and head to take apart).
 """
 
 from __future__ import annotations
@@ -48,3 +50,33 @@ def blocked_head(hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         block = weight[start : start + _HEAD_BLOCK_ROWS]
         out[:, start : start + block.shape[0]] = rows @ block.T
     return out.reshape(*hidden.shape[:-1], weight.shape[0])
+
+
+def head_logits(model: Any, hidden: torch.Tensor) -> torch.Tensor:
+    """``model``'s own head over its body's ``hidden`` states (as its causal-LM forward
+    computes it, soft-capped when the config says so, e.g. Gemma 2/3; a model for which
+    :func:`hidden_head_problem` says why not is not served so)."""
+    logits: torch.Tensor = model.lm_head(hidden)
+    cap = getattr(model.config.get_text_config(), "final_logit_softcapping", None)
+    if cap is not None:
+        logits = torch.tanh(logits / cap) * cap
+    return logits
+
+
+def hidden_head_problem(model: Any) -> str | None:
+    """Why ``model``'s logits are not ``lm_head`` (soft-capped when its config says so) over
+    its body's last hidden state, as a pass that returns hidden states computes them for
+    its whole batch (``None``: they are): a logit scale (Granite's ``logits_scaling``,
+    Cohere's ``logit_scale``) would be left out, and a model without ``.model`` and
+    ``.lm_head`` (GPT-NeoX) has no such pass."""
+    config = model.config.get_text_config()
+    kind = getattr(config, "model_type", None)
+    if not hasattr(model, "model") or not isinstance(getattr(model, "lm_head", None),
+                                                     torch.nn.Linear):  # fmt: skip
+        return f"the target ({kind}) has no .model body and .lm_head to take them from"
+    for name in ("logits_scaling", "logit_scale"):
+        value = getattr(config, name, None)
+        if value is not None and value != 1:
+            return (f"the target ({kind}) scales its logits ({name} {value}), which its "
+                    "passes that return hidden states do not")  # fmt: skip
+    return None

@@ -47,7 +47,13 @@ from edgespec.runtime.backends.exactness import (
     exactness_problem,
     probe_length,
 )
-from edgespec.runtime.backends.lm_head import BLOCKED_HEAD_MAX_ROWS, blocked_head, plain_head
+from edgespec.runtime.backends.lm_head import (
+    BLOCKED_HEAD_MAX_ROWS,
+    blocked_head,
+    head_logits,
+    hidden_head_problem,
+    plain_head,
+)
 from edgespec.runtime.backends.padded_kv import Layers, padded_cache, row_kv
 from edgespec.runtime.backends.padding import PREFILL_CHUNK_TOKENS, pass_groups
 
@@ -107,6 +113,7 @@ class TransformersTarget:
         # benchmarks/results/head-speed-cpu-*.json); the exact one is, as invariant_linear
         blocked = blocked_head_logits and self._device.type == "cpu" and numerics == "lossy"
         self._head = plain_head(model) if blocked else None
+        self.hidden_state_problem = hidden_head_problem(model)  # return_hidden refused when set
         self._split = split_padded_batches
         self._dtype = next(model.parameters()).dtype
         self._layout = attention_layout(model)  # refuses what cannot be masked exactly
@@ -247,7 +254,9 @@ class TransformersTarget:
             out = self._model.model(**inputs)
             hidden = out.last_hidden_state
             last = hidden[:, -keep:]
-            logits = self._head_logits(last) if weight is None else blocked_head(last, weight)
+            logits = (
+                head_logits(self._model, last) if weight is None else blocked_head(last, weight)
+            )
         else:
             out = self._model(**inputs, logits_to_keep=keep)
             logits = out.logits[:, -keep:]
@@ -275,15 +284,6 @@ class TransformersTarget:
     def _check_exact_masking(self) -> None:
         """:func:`~edgespec.runtime.backends.attention_mask.check_exact_masking` here."""
         check_exact_masking(self._model, self._forward_pass, self._layout, self.max_context_tokens)
-
-    def _head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The model's own head over ``hidden`` (as its causal-LM forward computes it,
-        soft-capped when the config says so, e.g. Gemma 2/3)."""
-        logits: torch.Tensor = self._model.lm_head(hidden)
-        cap = getattr(self._model.config.get_text_config(), "final_logit_softcapping", None)
-        if cap is not None:
-            logits = torch.tanh(logits / cap) * cap
-        return logits
 
     def crop(self, kv: Layers, num_tokens: int) -> Layers:
         """A view: the dropped tail (at most the rejected draft tokens) stays allocated

@@ -41,6 +41,8 @@ def check_session_spec(
     check_vocab(spec.sampling.stop_token_ids, "stop token", backend.vocab_size)
     if (problem := prompt_score_problem(spec, budget_tokens)) is not None:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, problem)
+    if spec.return_hidden and (problem := getattr(backend, "hidden_state_problem", None)):
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, f"return_hidden: {problem}")
     if spec.verification_rule not in rules:
         raise RequestError(
             ErrorCode.INVALID_ARGUMENT,

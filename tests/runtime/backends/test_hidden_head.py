@@ -1,0 +1,60 @@
+"""A session asking for the target's hidden states (``return_hidden``) is refused at open
+when the target's logits are not its ``lm_head`` over its body's last hidden state: a pass
+that returns hidden states takes the head apart so, for its whole batch, and on a Granite
+target (``logits_scaling``) every session in a batch beside such a session got logits
+scaled by 8 (its sampling, logit bias and logprobs changed); on a GPT-NeoX one (no
+``.model``) every such batch raised."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from transformers import GPTNeoXConfig, GPTNeoXForCausalLM, GraniteConfig, GraniteForCausalLM
+
+from edgespec.core.types import SamplingParams
+from edgespec.runtime.backends.lm_head import hidden_head_problem
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import SessionSpec
+from edgespec.runtime.server.engine_checks import check_session_spec
+from tests.models.tiny import tiny_target
+
+SMALL = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "max_position_embeddings": 128}  # fmt: skip
+
+
+def _granite() -> Any:
+    torch.manual_seed(0)
+    config = GraniteConfig(**SMALL, num_key_value_heads=2, logits_scaling=8.0)
+    return GraniteForCausalLM(config).eval()
+
+
+def _neox() -> Any:
+    torch.manual_seed(0)
+    return GPTNeoXForCausalLM(GPTNeoXConfig(**SMALL)).eval()
+
+
+def test_the_problem_names_the_scale_or_the_missing_parts() -> None:
+    assert hidden_head_problem(_granite()) == (
+        "the target (granite) scales its logits (logits_scaling 8.0), which its passes that "
+        "return hidden states do not"
+    )
+    assert hidden_head_problem(_neox()) == (
+        "the target (gpt_neox) has no .model body and .lm_head to take them from"
+    )
+    assert hidden_head_problem(tiny_target()) is None
+
+
+@pytest.mark.parametrize("model", [_granite, _neox])
+def test_return_hidden_is_refused_at_open_on_such_a_target(model: Any) -> None:
+    backend = TransformersTarget(model(), eos_token_ids=frozenset(), numerics="lossy",
+                                 check_masks=False)  # fmt: skip
+    spec = SessionSpec("s", "c", (1, 2, 3), SamplingParams(max_new_tokens=4), return_hidden=True)
+    with pytest.raises(RequestError) as info:
+        check_session_spec(spec, backend, {"exact"}, 1 << 16)
+    assert info.value.code is ErrorCode.INVALID_ARGUMENT
+    assert info.value.message == f"return_hidden: {backend.hidden_state_problem}"
+    plain = SessionSpec("p", "c", (1, 2, 3), SamplingParams(max_new_tokens=4))
+    check_session_spec(plain, backend, {"exact"}, 1 << 16)  # served as before
