@@ -76,6 +76,13 @@ class SessionTable:
     def open_session(self, spec: SessionSpec) -> None:
         check_session_spec(spec, self.backend, self._rules, self._budget)
         rule = bind_rule(self._rules[spec.verification_rule], spec)
+        hidden_rule = hidden_state_rule(rule)
+        if hidden_rule is not None and (problem := getattr(self.backend, "hidden_state_problem",
+                                                           None)):  # fmt: skip
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"verification rule {spec.verification_rule!r} reads hidden states: {problem}",
+            )
         with self._lock:
             if spec.session_id in self._sessions:
                 raise RequestError(
@@ -89,7 +96,7 @@ class SessionTable:
             self._sessions[spec.session_id] = EngineSession(
                 spec=spec,
                 rule=rule,
-                hidden_rule=hidden_state_rule(rule),
+                hidden_rule=hidden_rule,
                 tokens=list(spec.prompt_token_ids),
                 rng=np.random.default_rng(spec.sampling.seed),
                 last_used_s=self._clock(),

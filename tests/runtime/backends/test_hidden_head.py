@@ -17,9 +17,12 @@ from edgespec.core.types import SamplingParams
 from edgespec.runtime.backends.lm_head import hidden_head_problem
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import SessionSpec
+from edgespec.runtime.messages import SemanticSpec, SessionSpec
+from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.server.engine_checks import check_session_spec
+from edgespec.runtime.server.semantic import semantic_rules
 from tests.models.tiny import tiny_target
+from tests.runtime.semantic_helpers import constant_head
 
 SMALL = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
          "num_attention_heads": 4, "max_position_embeddings": 128}  # fmt: skip
@@ -58,3 +61,20 @@ def test_return_hidden_is_refused_at_open_on_such_a_target(model: Any) -> None:
     assert info.value.message == f"return_hidden: {backend.hidden_state_problem}"
     plain = SessionSpec("p", "c", (1, 2, 3), SamplingParams(max_new_tokens=4))
     check_session_spec(plain, backend, {"exact"}, 1 << 16)  # served as before
+
+
+def test_a_rule_that_reads_hidden_states_is_refused_at_open_on_such_a_target() -> None:
+    """A semantic session's passes return hidden states too: the same head taken apart."""
+    backend = TransformersTarget(_granite(), eos_token_ids=frozenset(), numerics="lossy",
+                                 check_masks=False)  # fmt: skip
+    engine = VerificationEngine(backend, rules=semantic_rules(constant_head(-20.0)))
+    spec = SessionSpec("s", "c", (1, 2, 3), SamplingParams(max_new_tokens=4),
+                       verification_rule="semantic",
+                       semantic=SemanticSpec(threshold=12, uplink_bps=20e6))  # fmt: skip
+    with pytest.raises(RequestError) as info:
+        engine.open_session(spec)
+    assert info.value.code is ErrorCode.INVALID_ARGUMENT
+    assert info.value.message == (
+        f"verification rule 'semantic' reads hidden states: {backend.hidden_state_problem}"
+    )
+    engine.open_session(SessionSpec("p", "c", (1, 2, 3), SamplingParams(max_new_tokens=4)))
