@@ -112,6 +112,10 @@ class _SequencePool:
 class LlamaCppTarget:
     """:class:`~edgespec.runtime.backends.base.TargetBackend` over one llama.cpp context."""
 
+    tree_hidden_problem = TREE_HIDDEN
+    """Why a ``return_hidden`` session's token tree is refused (at admission: in a pass it
+    failed the whole batch)."""
+
     def __init__(self, settings: LlamaCppSettings) -> None:
         if settings.sequences < 2:
             raise ValueError(

@@ -109,6 +109,11 @@ def check_verify_call(
             f"draft_probs are for sampled sessions; session {call.session_id!r} is greedy "
             "(temperature 0): send none",
         )
+    tree_hidden = getattr(backend, "tree_hidden_problem", None)
+    if call.draft_parents is not None and spec.return_hidden and tree_hidden:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, f"draft_parents: {tree_hidden} "
+                           f"(session {call.session_id!r} asked for return_hidden): send a "
+                           "chain")  # fmt: skip
     rule.check(call, spec.sampling, backend.vocab_size)
 
 
