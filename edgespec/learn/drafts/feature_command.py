@@ -183,11 +183,10 @@ def run(args: argparse.Namespace) -> int:
     done = _featurize(args, target, shards, console)
     train, val = ft.split_by_prompt(ft.load_feature_files(done), holdout, args.seed)
     if not train:  # else 0 steps, and a draft of random weights saved as trained
-        raise UserInputError(
-            f"--holdout {holdout:g} holds out every prompt of the featurized data ({len(val)} "
-            "sequences), leaving none to train on (at least one prompt is held out): give "
-            "more prompts or a smaller --holdout"
-        )
+        raise UserInputError(f"--holdout {holdout:g} holds out every prompt of the featurized "
+                             f"data ({len(val)} sequences), leaving none to train on (at least "
+                             "one prompt is held out): give more prompts or a smaller "
+                             "--holdout")  # fmt: skip
     net = _new_draft(args, target, kept)
     positions = sum(len(s.ids) for s in train)
     console.print(

@@ -17,21 +17,22 @@ if TYPE_CHECKING:
 def check_given_once(paths: Sequence[Path]) -> None:
     """No file given twice (however named: the same resolved path; or a byte-identical
     copy), which would count its mismatches twice; the second naming of it is refused."""
-    seen: dict[Path, Path] = {}
-    digests: dict[str, Path] = {}
+    by_path: dict[Path, Path] = {}
+    by_bytes: dict[str, Path] = {}
     for path in paths:
-        earlier = seen.get(path.resolve())
-        digest = _digest(path) if earlier is None else None
-        copied = None if digest is None else digests.get(digest)
-        if earlier is not None or copied is not None:
-            again = ("given twice" if earlier == path else f"the same file as --data {earlier}"
-                     if earlier is not None else f"a copy of --data {copied}")  # fmt: skip
-            raise UserInputError(
-                f"--data {path}: {again}; give each file once (its mismatches would count twice)"
-            )
-        seen[path.resolve()] = path
-        if digest is not None:
-            digests[digest] = path
+        same, digest = by_path.get(path.resolve()), _digest(path)
+        copy = None if digest is None else by_bytes.get(digest)
+        if same is not None:
+            again = "given twice" if same == path else f"the same file as --data {same}"
+        elif copy is not None:
+            again = f"a copy of --data {copy}"
+        else:
+            by_path[path.resolve()] = path
+            by_bytes.update({} if digest is None else {digest: path})
+            continue
+        raise UserInputError(
+            f"--data {path}: {again}; give each file once (its mismatches would count twice)"
+        )
 
 
 def _digest(path: Path) -> str | None:

@@ -130,12 +130,18 @@ def test_unreachable_server_is_503_with_retry_after(unreachable: ApiThread, stre
     assert RETRY_TIMEOUT_S <= took < RETRY_TIMEOUT_S + 5
 
 
-@pytest.fixture
-def small_messages(grpc_server: ServerThread, draft_model: Any) -> Iterator[ApiThread]:
-    address = f"127.0.0.1:{grpc_server.port}"
-    running = endpoint(address, draft_model, word_tokenizer(64), max_message_bytes=300)
+def _limited(server: ServerThread, draft_model: Any, max_message_bytes: int) -> Iterator[ApiThread]:
+    """An endpoint whose gRPC limit is ``max_message_bytes``, below its server's (4 MiB)."""
+    address = f"127.0.0.1:{server.port}"
+    running = endpoint(address, draft_model, word_tokenizer(64),
+                       max_message_bytes=max_message_bytes)  # fmt: skip
     yield running
     running.stop()
+
+
+@pytest.fixture
+def small_messages(grpc_server: ServerThread, draft_model: Any) -> Iterator[ApiThread]:
+    yield from _limited(grpc_server, draft_model, 300)
 
 
 def test_a_draft_block_over_the_message_limit_is_400_and_not_retried(
@@ -213,11 +219,7 @@ def test_the_limit_flags_reach_the_endpoint(
 
 @pytest.fixture
 def small_replies(grpc_server: ServerThread, draft_model: Any) -> Iterator[ApiThread]:
-    """An endpoint whose gRPC limit (1,000 bytes) is below its server's (4 MiB)."""
-    address = f"127.0.0.1:{grpc_server.port}"
-    running = endpoint(address, draft_model, word_tokenizer(64), max_message_bytes=1000)
-    yield running
-    running.stop()
+    yield from _limited(grpc_server, draft_model, 1000)
 
 
 def test_a_reply_over_the_endpoints_own_limit_is_400_naming_that_limit(
