@@ -21,8 +21,10 @@ logits depend on run in a shape that the rest of the pass cannot change:
   the scores are computed in the pass's own layout, each a dot product over the head
   dimension alone, and then reordered),
   pads the key axis with masked columns to a multiple of :data:`KEY_CHUNK` and the queries
-  to a multiple of :data:`ROW_MULTIPLE`, and reduces over the keys one fixed-size chunk at
-  a time, the chunks' sums added in one fixed binary tree (:func:`pairwise_sum`). A token's
+  to a multiple of :data:`ROW_MULTIPLE`, runs its score and value products on
+  :data:`ROW_MULTIPLE` query rows at a time (as the linear layers do: a CPU's GEMM can pick
+  its kernel by the row count), and reduces over the keys one fixed-size chunk at a time,
+  the chunks' sums added in one fixed binary tree (:func:`pairwise_sum`). A token's
   scores, softmax sum and weighted values are then the same sums in the same order whatever
   padding or neighbours the pass has: masked columns and chunks add exact zeros after the
   real ones.
@@ -198,12 +200,12 @@ def invariant_attention(
     padded = chunks * KEY_CHUNK
     index = None if order is None else _extended(order, padded)
     q = functional.pad(query, (0, 0, 0, rows - num_queries)) if rows != num_queries else query
-    q = q.reshape(batch, kv_heads, groups * rows, head_dim)
+    q = q.reshape(batch, kv_heads, groups, rows, head_dim)
     scale = head_dim**-0.5 if scaling is None else scaling
     # every intermediate below is contiguous, in one layout whatever the pass's shape
-    scores = torch.matmul(q, _padded_keys(key, padded).transpose(-1, -2))  # over D only
+    scores = _row_chunked(q, _padded_keys(key, padded).transpose(-1, -2)[:, :, None], multiple)
     if index is not None:
-        scores = scores.gather(3, index[:, None, None, :].expand(-1, kv_heads, groups * rows, -1))
+        scores = scores.gather(4, index[:, None, None, None, :].expand(scores.shape))
     scores = scores * scale
     if softcap is not None:
         scores = torch.tanh(scores / softcap) * softcap
@@ -213,10 +215,24 @@ def invariant_attention(
         value=torch.finfo(attention_mask.dtype).min,
     )
     scores = scores.reshape(batch, heads, rows, padded).float() + bias.float()
-    scores = scores.reshape(batch, kv_heads, groups * rows, chunks, KEY_CHUNK)
-    weights = _chunked_softmax(scores).to(value.dtype).transpose(2, 3).contiguous()
+    scores = scores.reshape(batch, kv_heads, groups, rows, chunks, KEY_CHUNK)
+    weights = _chunked_softmax(scores).to(value.dtype).permute(0, 1, 4, 2, 3, 5)
     values = _canonical_values(value, index, padded)
-    values = values.reshape(batch, kv_heads, chunks, KEY_CHUNK, head_dim)
-    out = pairwise_sum(torch.matmul(weights, values), dim=2)  # [B, H_kv, C, G·M, D] → C
+    values = values.reshape(batch, kv_heads, chunks, 1, KEY_CHUNK, head_dim)
+    out = pairwise_sum(_row_chunked(weights, values, multiple), dim=2)  # [B, H_kv, C, G, M, D] → C
     out = out.reshape(batch, heads, rows, head_dim)[:, :, :num_queries]
     return out.transpose(1, 2).contiguous(), None
+
+
+def _row_chunked(left: torch.Tensor, right: torch.Tensor, multiple: int) -> torch.Tensor:
+    """``left`` [..., G, M, K] times ``right`` [..., 1, K, N] as products of one shape: the
+    M rows (a multiple of ``multiple``) cut into chunks of ``multiple``, each chunk's G
+    groups one [G·multiple, K] matrix, so no product's row count depends on the pass's
+    longest block (a CPU's GEMM may pick its kernel by it: head_dim 256 on AVX-512)."""
+    *lead, groups, rows, inner = left.shape
+    out = left.new_empty((*lead, groups, rows, right.shape[-1]))
+    for first in range(0, rows, multiple):
+        chunk = left[..., first : first + multiple, :].reshape(*lead, groups * multiple, inner)
+        product = torch.matmul(chunk, right.squeeze(-3))
+        out[..., first : first + multiple, :] = product.reshape(*lead, groups, multiple, -1)
+    return out

@@ -11,7 +11,8 @@ use; the lossy ones (``transformers-lossy``, ``llamacpp-lossy``) serve anyway an
 what differed.
 
 The probe decodes a sequence S one token at a time (as long as the model's sliding window
-plus six tokens, so that blocks are cached past the window; 12 tokens without a window)
+plus six tokens, so that blocks are cached past the window; 12 tokens without a window, or
+enough that the cold block below spans two of the backend's row chunks)
 and a 5-token sequence T the same way, then compares, each against those rows (a backend
 that can extend a KV without computing logits, :data:`ExtendKV`, skips the LM head at the
 positions no comparison reads: at Gemma 3's 262k vocabulary the head is over half of a
@@ -64,11 +65,14 @@ class Inexactness:
         )
 
 
-def probe_length(sliding_window: int | None, max_context_tokens: int) -> int:
-    """S's length: past the window by :data:`PAST_WINDOW_TOKENS`, within the context."""
+def probe_length(sliding_window: int | None, max_context_tokens: int, row_chunk: int = 1) -> int:
+    """S's length: past the window by :data:`PAST_WINDOW_TOKENS`, within the context, and
+    long enough that its cold block (S less 4 tokens) is more than one ``row_chunk`` (the
+    rows a backend's product takes at once: a one-token pass is one chunk)."""
+    shortest = max(SHORT_PROBE_TOKENS, row_chunk + 5)
     if sliding_window is None:
-        return SHORT_PROBE_TOKENS
-    return max(SHORT_PROBE_TOKENS, min(sliding_window + PAST_WINDOW_TOKENS, max_context_tokens))
+        return shortest
+    return max(shortest, min(sliding_window + PAST_WINDOW_TOKENS, max_context_tokens))
 
 
 def exactness_problem(

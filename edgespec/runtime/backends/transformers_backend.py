@@ -128,7 +128,7 @@ class TransformersTarget:
         """The exactness self-check (:func:`exactness_problem`): the exact mode refuses the
         model when batched logits differ from one-at-a-time ones; the lossy mode keeps what
         differed in :attr:`inexactness`."""
-        length = probe_length(self._layout.sliding_window, self.max_context_tokens)
+        length = probe_length(self._layout.sliding_window, self.max_context_tokens, self._rows)
         # a causal LM without a separate body (a wrapper) pays its head at every position
         body = isinstance(getattr(self._model, "model", None), torch.nn.Module)
         extend = self._extend if body else None

@@ -109,3 +109,50 @@ def test_attention_is_the_same_bits_beside_more_masked_chunks(keys: int) -> None
     for length in (keys + 1, 2 * keys, longest):
         beside = _attend(query, key[:, :, :length], value[:, :, :length], keys)
         assert torch.equal(beside, alone), length
+
+
+def _eager(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """Plain causal-free softmax attention, [B, M, H, D] as invariant_attention returns."""
+    groups = query.shape[1] // key.shape[1]
+    k, v = key.repeat_interleave(groups, 1), value.repeat_interleave(groups, 1)
+    weights = torch.softmax(query @ k.transpose(-1, -2) * query.shape[-1] ** -0.5, dim=-1)
+    return (weights @ v).transpose(1, 2)
+
+
+@pytest.mark.parametrize("num_queries", [1, ROW_MULTIPLE, ROW_MULTIPLE + 1, 3 * ROW_MULTIPLE - 2])
+def test_every_attention_product_has_one_row_count_whatever_the_block(
+    num_queries: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each score and value product takes ROW_MULTIPLE query rows of every grouped head, not
+    the pass's longest block: a 9-token verification block (or a follow-up beside a long
+    cold start) would otherwise change a CPU GEMM's kernel for every row of the pass."""
+    rows: set[int] = set()
+    matmul = torch.matmul
+
+    def recording(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        rows.add(a.shape[-2])
+        return matmul(a, b)
+
+    monkeypatch.setattr(torch, "matmul", recording)
+    g = torch.Generator().manual_seed(num_queries)
+    query = torch.randn(2, 4, num_queries, 16, generator=g)
+    key = torch.randn(2, 2, 70, 16, generator=g)  # 2 groups of query heads per key head
+    value = torch.randn(2, 2, 70, 16, generator=g)
+    out, _ = invariant_attention(None, query, key, value, torch.zeros(2, 1, num_queries, 70))
+    torch.testing.assert_close(out, _eager(query, key, value))
+    assert rows == {2 * ROW_MULTIPLE}
+
+
+def test_a_row_is_the_same_bits_in_a_short_and_a_long_block_at_head_dim_256() -> None:
+    """Head dimension 256 without grouped queries (Gemma-7B-like): on an AVX-512 CPU a score
+    product of 8 rows and one of 16 or more ran different kernels, so a query's attention
+    differed in its last bits between a 1+γ block and one beside a longer block."""
+    g = torch.Generator().manual_seed(256)
+    query = torch.randn(1, 2, 3 * ROW_MULTIPLE, 256, generator=g)
+    key = torch.randn(1, 2, 100, 256, generator=g)
+    value = torch.randn(1, 2, 100, 256, generator=g)
+    mask = torch.zeros(1, 1, 3 * ROW_MULTIPLE, 100)
+    short, _ = invariant_attention(None, query[:, :, :5], key, value, mask[:, :, :5])
+    for count in (ROW_MULTIPLE + 1, 2 * ROW_MULTIPLE, 3 * ROW_MULTIPLE):
+        long, _ = invariant_attention(None, query[:, :, :count], key, value, mask[:, :, :count])
+        assert torch.equal(long[:, :5], short), count

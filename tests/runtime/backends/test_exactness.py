@@ -12,7 +12,9 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from transformers import LlamaConfig, LlamaForCausalLM
 
+from edgespec.runtime.backends import batch_invariant
 from edgespec.runtime.backends.base import ForwardItem
 from edgespec.runtime.backends.exactness import (
     InexactBackendError,
@@ -136,6 +138,58 @@ def test_a_model_that_is_not_batch_invariant_is_refused_unless_lossy_by_name() -
     assert re.fullmatch(
         r"a cold block: max \|Δlogit\| .* of 2 argmax flips", str(lossy.inexactness)
     )
+
+
+def _wide_heads_llama() -> Any:
+    """Head dimension 256 without grouped queries (Gemma-7B-like heads), one layer."""
+    config = LlamaConfig(
+        vocab_size=128,
+        hidden_size=512,
+        intermediate_size=256,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        head_dim=256,
+        bos_token_id=None,
+        pad_token_id=None,
+        eos_token_id=None,
+    )
+    config._attn_implementation = "sdpa"
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return LlamaForCausalLM(config).eval()
+
+
+def test_a_block_longer_than_a_row_chunk_is_the_same_bits_as_one_token_at_a_time() -> None:
+    """A 10-token block, and a 5-token follow-up beside a 12-token cold start, at head
+    dimension 256: the attention's products took the pass's longest block as their row
+    count, and on an AVX-512 CPU those of 16 rows gave other bits than those of 8."""
+    target = TransformersTarget(_wide_heads_llama())
+    assert target.inexactness is None
+    seq = tuple((5 * i + 1) % 128 for i in range(30))
+    kv, _ = _alone(target, seq[:20])
+    _, alone = _alone(target, seq)
+    block = target.forward([ForwardItem(kv, 20, seq[20:30], 10)])[0]
+    assert np.array_equal(block.logits, alone[20:30])
+    pair = target.forward([ForwardItem(kv, 20, seq[20:25], 5), ForwardItem(None, 0, seq[:12], 1)])
+    assert np.array_equal(pair[0].logits, alone[20:25])
+
+
+def test_the_probe_forms_a_block_past_one_row_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its cold block spans two of the target's row chunks, so attention products that take
+    the block's row count whole are refused on a CPU where that changes the bits."""
+    assert probe_length(None, 4096) == 12 and probe_length(None, 4096, 8) == 13
+    assert probe_length(None, 4096, 16) == 21 and probe_length(40, 4096, 8) == 46
+    g = torch.Generator().manual_seed(1)
+    q, k = torch.randn(2, 16, 256, generator=g), torch.randn(2, 64, 256, generator=g).mT
+    if torch.equal(torch.matmul(q[:, :8], k), torch.matmul(q, k)[:, :8]):
+        pytest.skip("this CPU's GEMM gives 8 rows of 16 the bits of 8 alone at K = 256")
+    whole = batch_invariant._row_chunked
+    monkeypatch.setattr(
+        batch_invariant, "_row_chunked", lambda left, right, _: whole(left, right, left.shape[-2])
+    )
+    with pytest.raises(InexactBackendError, match=r"\(a cold block: max"):
+        TransformersTarget(_wide_heads_llama())
 
 
 def test_numerics_must_be_named() -> None:

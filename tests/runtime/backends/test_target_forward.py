@@ -61,9 +61,10 @@ def test_the_load_probe_pads_past_the_window(window: int | None, length: int) ->
         types = ["sliding_attention", "full_attention"]
         target = _Recording(tiny_gemma3(num_layers=2, sliding_window=window, layer_types=types))
     assert target.probe[:2] == [[(0, length - 2, 0)], [(length - 2, 2, 0), (0, 5, 0)]]
-    # then the exactness self-check: S (one window plus six tokens, 12 without a window)
-    # one token at a time, and its last four tokens on S[:-4] beside a 5-token cold start
-    s = 12 if window is None else max(12, window + 6)
+    # then the exactness self-check: S (one window plus six tokens, at least 13: its cold
+    # block S[:-4] spans two 8-row chunks) one token at a time, and its last four tokens on
+    # S[:-4] beside a 5-token cold start
+    s = 13 if window is None else max(13, window + 6)
     assert [[(i, 1, 0)] for i in range(s)] == target.probe[2 : 2 + s]
     assert [(s - 4, 4, 0), (0, 5, 0)] in target.probe
     # the head runs only where a comparison reads S's logits: positions 5, 6 and the last 6
