@@ -57,12 +57,11 @@ from edgespec.runtime.server.prefill_parts import (
     part_item,
 )
 from edgespec.runtime.server.returned_hidden import first_returned_position
-from edgespec.runtime.server.session_record import EngineSession
+from edgespec.runtime.server.session_record import EngineSession, RoundStart, unrunnable_call
 from edgespec.runtime.server.verification import EXACT_RULES, AnyRule, Verdict
 
 _Live = tuple[int, EngineSession, VerifyCall, ForwardItem, bool]
-"""A call forwarded in this batch: (its index, session, call, forward item, whether the item
-is a prefill part)."""
+"""A call forwarded in this batch: (its index, session, call, forward item, is it a part)."""
 _Followup = tuple[int, EngineSession, VerifyCall]
 """A semantic SH follow-up, decided from the session's kept pass: (index, session, call)."""
 
@@ -71,8 +70,8 @@ class VerificationEngine(SessionTable):
     """Owns the sessions and their KV caches; runs batches on a :class:`TargetBackend`.
 
     Thread-safe: the server calls :meth:`verify_batch` from a worker thread while its
-    event loop opens, validates and closes sessions.
-    """
+    event loop opens, validates and closes sessions. A failure while settling one session's
+    pass fails that call alone (:meth:`_settle`)."""
 
     def __init__(
         self,
@@ -140,18 +139,33 @@ class VerificationEngine(SessionTable):
             self._tally.num_verifications += len(live) - num_parts
             self._tally.num_prefill_parts += num_parts
             for (index, s, c, item, part), out in zip(live, outputs, strict=True):
-                if part:
-                    results[index] = self._keep_part(s, c, item, out)
-                    continue
-                item, out = merge_kept_rows(s, item, out)  # a prefill in parts: its last pass
-                if s.hidden_rule is None:
-                    results[index] = self._apply(s, c, item, out)
-                else:
-                    results[index] = self._judge_hidden(s, c, item, out)
+                results[index] = self._settle(s, c, item, out, part)
             for index, s, c in followups:
                 results[index] = self._decide_followup(s, c)
             self._enforce_budget()
         return results
+
+    def _settle(
+        self, s: EngineSession, c: VerifyCall, item: ForwardItem, out: ForwardOutput, part: bool
+    ) -> VerifyOutcome | RequestError | PrefillPart:
+        """The pass's result for ``s``; one that fails fails ``c`` alone (``INTERNAL``),
+        ``s`` put back as it was before the pass (:class:`RoundStart`), so the other
+        sessions' rounds stand and ``s``'s client can send the same call again."""
+        start = RoundStart.of(s)
+        try:
+            if part:
+                return self._keep_part(s, c, item, out)
+            item, out = merge_kept_rows(s, item, out)  # a prefill in parts: its last pass
+            if s.hidden_rule is None:
+                return self._apply(s, c, item, out)
+            return self._judge_hidden(s, c, item, out)
+        except Exception as exc:
+            start.restore(s)
+            self._relist(s)
+            why = f"verification failed after the target's pass: {exc!r}"
+            return RequestError(
+                ErrorCode.INTERNAL, str(exc) if isinstance(exc, RuleFailed) else why
+            )
 
     def _claim(
         self, calls: Sequence[VerifyCall], serials: Sequence[int] | None
@@ -164,26 +178,14 @@ class VerificationEngine(SessionTable):
         followups: list[_Followup] = []
         for index, c in enumerate(calls):
             s = self._sessions.get(c.session_id)
-            if s is not None and serials is not None and s.serial != serials[index]:
-                message = f"session {c.session_id!r} was closed before this verification ran"
-                results.append(RequestError(ErrorCode.NOT_FOUND, message))  # a later open
+            error = unrunnable_call(c, s, None if serials is None else serials[index])
+            results.append(error or RequestError(ErrorCode.UNAVAILABLE, "not run"))  # placeholder
+            if s is None or error is not None:
                 continue
-            if s is not None and s.pending is not None and c.prefix_len == len(s.tokens):
-                results.append(RequestError(ErrorCode.UNAVAILABLE, "not run"))
-                followups.append((index, s, c))  # decided from the kept pass
-                continue
-            if s is None or s.finished or c.prefix_len != len(s.tokens):
-                results.append(
-                    RequestError(ErrorCode.NOT_FOUND, f"unknown session {c.session_id!r}")
-                    if s is None
-                    else RequestError(
-                        ErrorCode.FAILED_PRECONDITION,
-                        f"session {c.session_id!r} changed before verification",
-                    )
-                )
-                continue
-            results.append(RequestError(ErrorCode.UNAVAILABLE, "not run"))  # placeholder
-            live.append((index, s, c, *self._forward_item(s, c)))
+            if s.pending is not None:  # an SH follow-up: decided from the kept pass
+                followups.append((index, s, c))
+            else:
+                live.append((index, s, c, *self._forward_item(s, c)))
         return results, live, followups
 
     def _forward_item(self, s: EngineSession, c: VerifyCall) -> tuple[ForwardItem, bool]:
@@ -221,17 +223,18 @@ class VerificationEngine(SessionTable):
 
     def _judge_hidden(
         self, s: EngineSession, call: VerifyCall, item: ForwardItem, out: ForwardOutput
-    ) -> VerifyOutcome | RequestError:
+    ) -> VerifyOutcome:
         """A hidden-state rule's verification: a verdict, or a request for the draft's
-        hidden states (the pass is kept, nothing is committed)."""
+        hidden states (the pass is kept, nothing is committed); :class:`RuleFailed` when
+        the rule raises."""
         assert s.hidden_rule is not None
         rows = logit_hidden_rows(item, out)
         first_row = first_returned_position(s.last_round is not None, call.prefix_len)
         returned = first_row if s.spec.return_hidden else None
         try:
             judged = judge_pass(s.hidden_rule, call, s.spec.sampling, item, out, rows, returned)
-        except Exception as exc:  # the session keeps its state; the others go on
-            return self._rule_failed(s, call, exc)
+        except Exception as exc:
+            raise RuleFailed(_rule_failure(s, exc)) from exc
         if isinstance(judged, Verdict):
             return self._apply(s, call, item, out, judged)
         # the session holds the kept pass's KV (cropped from there when decided), in the LRU
@@ -257,21 +260,15 @@ class VerificationEngine(SessionTable):
             return evicted_followup_error(pending)
         try:
             judged = decide_followup(rule, s.spec.verification_rule, pending, s.spec.sampling, call)
-        except Exception as exc:
-            return self._rule_failed(s, call, exc)
+        except Exception as exc:  # the session keeps its waiting pass; the others go on
+            self._relist(s)
+            return RequestError(ErrorCode.INTERNAL, _rule_failure(s, exc))
         if isinstance(judged, RequestError):
             return judged
         s.pending = None
         self._lru.pop(call.session_id, None)  # _apply puts a kept cache back, newest
         out = replace(pending.out, kv=s.kv)  # None when the budget evicted the pass's KV
         return self._apply(s, pending.call, pending.item, out, judged)
-
-    def _rule_failed(self, s: EngineSession, call: VerifyCall, exc: Exception) -> RequestError:
-        self._relist(s)  # back into the LRU, unchanged
-        why = str(exc) if isinstance(exc, PolicyContractError) else repr(exc)  # says its head
-        return RequestError(
-            ErrorCode.INTERNAL, f"verification rule {s.spec.verification_rule!r} failed: {why}"
-        )
 
     def _apply(
         self,
@@ -292,3 +289,12 @@ class VerificationEngine(SessionTable):
         self._tally.count_round(s, outcome)  # lossy sessions, accepted mismatches
         self._store_round(s, block, outcome)  # a retry of this round gets it again
         return outcome
+
+
+class RuleFailed(RuntimeError):
+    """A session's verification rule raised on its pass (its message says which)."""
+
+
+def _rule_failure(s: EngineSession, exc: Exception) -> str:
+    why = str(exc) if isinstance(exc, PolicyContractError) else repr(exc)  # says its head
+    return f"verification rule {s.spec.verification_rule!r} failed: {why}"

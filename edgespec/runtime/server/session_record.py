@@ -1,20 +1,25 @@
 """One open session of the verification engine: :class:`EngineSession` (spec, bound rule,
 committed tokens, KV cache, last committed round, a pass waiting for its SH follow-up) and
 what it holds against the engine's token budget (:func:`held_tokens`: its KV tokens and
-its kept hidden rows, a row a token), which :func:`evict` drops. The table of sessions, in
-LRU order under that budget, is :mod:`edgespec.runtime.server.engine_sessions`.
+its kept hidden rows, a row a token), which :func:`evict` drops; what a pass may change in
+it (:class:`RoundStart`, put back when settling the pass fails) and whether a queued call
+can still run (:func:`unrunnable_call`). The table of sessions, in LRU order under that
+budget, is :mod:`edgespec.runtime.server.engine_sessions`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.runtime.backends.base import KVState
+from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.server.hidden_followup import PendingHidden, pending_rows, without_hidden_rows
 from edgespec.runtime.server.verification import HiddenStateRule, VerificationRule
@@ -82,3 +87,49 @@ def evict(s: EngineSession, budget: int) -> bool:
         s.last_round = (block, dataclasses.replace(outcome, target_hidden=None))
         s.rows_evicted = rows
     return had_kv
+
+
+@dataclass(frozen=True, slots=True)
+class RoundStart:
+    """What a verification's pass can change in a session, as it was before: put back
+    (:meth:`restore`) when settling the pass fails for that session alone."""
+
+    num_tokens: int
+    num_output_tokens: int
+    finished: bool
+    prompt_scores: list[TokenLogprobs] | None
+    rng_state: Mapping[str, Any]
+    had_kv: bool
+
+    @classmethod
+    def of(cls, s: EngineSession) -> RoundStart:
+        return cls(len(s.tokens), s.num_output_tokens, s.finished, s.prompt_scores,
+                   s.rng.bit_generator.state, s.kv is not None)  # fmt: skip
+
+    def restore(self, s: EngineSession) -> None:
+        """``s``'s committed tokens, counts and random stream as they were; its cache and
+        any waiting pass or prefill part dropped (on a backend that extends a cache in
+        place the pass has moved it on): its next verification re-prefills."""
+        del s.tokens[self.num_tokens :]
+        s.num_output_tokens, s.finished = self.num_output_tokens, self.finished
+        s.prompt_scores = self.prompt_scores
+        s.rng.bit_generator.state = self.rng_state
+        s.kv, s.kv_len, s.was_evicted = None, 0, self.had_kv or s.was_evicted
+        s.pending, s.prefill_start, s.prefill_rows = None, None, None
+
+
+def unrunnable_call(
+    call: VerifyCall, s: EngineSession | None, serial: int | None
+) -> RequestError | None:
+    """Why a queued ``call``, admitted for the session opened as number ``serial`` (``None``:
+    the one open now), cannot run as the batch starts: its session is gone, was closed (a
+    later open may have its id), finished or moved past ``call``'s prefix; ``None`` if it can."""
+    if s is None:
+        return RequestError(ErrorCode.NOT_FOUND, f"unknown session {call.session_id!r}")
+    if serial is not None and s.serial != serial:
+        message = f"session {call.session_id!r} was closed before this verification ran"
+        return RequestError(ErrorCode.NOT_FOUND, message)
+    if s.finished or call.prefix_len != len(s.tokens):
+        message = f"session {call.session_id!r} changed before verification"
+        return RequestError(ErrorCode.FAILED_PRECONDITION, message)
+    return None

@@ -84,6 +84,47 @@ def test_a_failed_batch_of_two_fails_only_the_culprit(target: TransformersTarget
     )
 
 
+def test_a_failure_settling_one_sessions_pass_fails_only_it_and_keeps_the_batch(
+    target: TransformersTarget,
+) -> None:
+    """b's commit raises after the batched pass (its cache crop): a's reply is that pass's
+    (one pass of two, not run again: a's round committed, a rerun was refused as
+    "changed"), b's call fails alone, and b's same call again gets the target's tokens."""
+
+    async def scenario() -> tuple[list[Any], Any, list[list[int]]]:
+        service, backend, _ = make_service(target)
+        crops = iter([target.crop, _raise])
+
+        def crop(kv: Any, num_tokens: int) -> Any:  # a's, then b's raises
+            return next(crops, target.crop)(kv, num_tokens)
+
+        backend.crop = crop
+        open_sessions(service, "a", "b")
+        tasks = [verify_later(service, "a", (1, 2)), verify_later(service, "b", (3,))]
+        await asyncio.sleep(0)
+        await service.start()
+        results = await settle(tasks)
+        again = await asyncio.wait_for(service.verify(VerifyCall("b", len(PROMPT), (3,))), 10)
+        await service.stop()
+        return results, again, backend.passes
+
+    (a, b), again, passes = asyncio.run(scenario())
+    n = len(PROMPT)
+    assert passes == [[n + 2, n + 1], [n + 1]]
+    assert isinstance(a, VerifyReply) and a.batch_size == 2
+    assert isinstance(b, RequestError) and (b.code, b.message) == (
+        ErrorCode.INTERNAL,
+        "verification failed after the target's pass: RuntimeError('crop failed')",
+    )
+    assert isinstance(again, VerifyReply)
+    expected = target_greedy_decode(target, PROMPT, 2)
+    assert again.outcome.committed_token_ids == expected[: len(again.outcome.committed_token_ids)]
+
+
+def _raise(kv: Any, num_tokens: int) -> Any:
+    raise RuntimeError("crop failed")
+
+
 def test_force_is_set_exactly_when_every_live_session_is_queued(
     target: TransformersTarget,
 ) -> None:
