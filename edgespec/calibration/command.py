@@ -58,10 +58,10 @@ from edgespec.calibration.runs import (
 )
 from edgespec.calibration.stops import PROFILING, RUNNING, SIMULATING, CalibrationSteps
 from edgespec.errors import check_fits_context
-from edgespec.learn.traces.pair import check_pair_vocab
 from edgespec.output_paths import writable_output_folder, write_text_atomically
 from edgespec.profiling.files import profile_files
 from edgespec.profiling.quality import MIN_PROFILE_R2
+from edgespec.runtime.edge.draft_backends import check_pair_vocab
 
 _NUMBERS: tuple[tuple[str, Callable[[str], int], int, str], ...] = (
     ("--clients", drafter_processes, 4, f"drafter processes, at most {MAX_DRAFTER_PROCESSES}"),

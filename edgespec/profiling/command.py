@@ -158,7 +158,7 @@ def _load(name: str, args: argparse.Namespace) -> Any:
 
 def _load_pair(args: argparse.Namespace) -> tuple[Any, tuple[str, Any, Any] | None]:
     """The loaded target and the drafter triple profile_pair takes (or None), both on
-    ``--device`` in ``--dtype``."""
+    ``--device`` in ``--dtype``; a draft of another vocabulary refused before any work."""
     target_model = _load(args.target, args)
     if args.draft == NGRAM:
         from edgespec.runtime.backends.ngram import NgramDrafter
@@ -166,8 +166,11 @@ def _load_pair(args: argparse.Namespace) -> tuple[Any, tuple[str, Any, Any] | No
         return target_model, (NGRAM, NgramDrafter, None)
     if args.draft:
         from edgespec.runtime.backends.transformers_draft import TransformersDraft
+        from edgespec.runtime.edge.draft_backends import check_pair_vocab
 
         draft_model = _load(args.draft, args).model
+        vocab = target_model.model.config.get_text_config().vocab_size
+        check_pair_vocab(args.draft, draft_model, vocab)  # it crashed after the target's grid
         return target_model, (args.draft, lambda: TransformersDraft(draft_model), draft_model)
     return target_model, None
 
@@ -186,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
 
     from edgespec.profiling.checkpoint import CheckpointError, checkpoint_path
     from edgespec.profiling.grid import design_grid
+    from edgespec.profiling.quality import fit_warnings
     from edgespec.profiling.run import write_profiles
     from edgespec.profiling.summary import print_summary
 
@@ -216,18 +220,6 @@ def run(args: argparse.Namespace) -> int:
     for warning in fit_warnings(result):
         print(f"edgespec profile: {warning}", file=sys.stderr, flush=True)
     return 0
-
-
-def fit_warnings(result: Any) -> list[str]:
-    """A :func:`~edgespec.profiling.quality.poor_fit_warning` per written Eq. 19 fit (the
-    target's, the drafter's) that has one."""
-    from edgespec.profiling.quality import poor_fit_warning
-
-    fits = [("target", result.wisp)]
-    if result.draft is not None:
-        fits.append((f"drafter {result.draft.name}", result.draft.wisp))
-    warnings = [poor_fit_warning(label, fit) for label, fit in fits]
-    return [warning for warning in warnings if warning is not None]
 
 
 def batch_sizes(args: argparse.Namespace) -> tuple[int, ...]:

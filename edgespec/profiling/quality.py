@@ -1,9 +1,11 @@
 """When a profile's fit is too poor to use as it is: :data:`MIN_PROFILE_R2` (the one
 threshold ``edgespec profile`` and ``edgespec calibrate`` judge a held-out R² by) and
 :data:`MAX_PROFILE_MAPE_PCT`, and the line ``edgespec profile`` warns with
-(:func:`poor_fit_warning`)."""
+(:func:`poor_fit_warning`, per fit of a profile: :func:`fit_warnings`)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from edgespec.profiling.fit import LinearFit
 
@@ -32,3 +34,13 @@ def poor_fit_warning(label: str, fit: LinearFit) -> str | None:
         "times simulated from it follow its error more than the batch; profile a larger "
         "grid (without --quick, --scale nearer 1) with more --runs, on a quieter machine"
     )
+
+
+def fit_warnings(result: Any) -> list[str]:
+    """A :func:`poor_fit_warning` per written Eq. 19 fit (the
+    target's, the drafter's) that has one."""
+    fits = [("target", result.wisp)]
+    if result.draft is not None:
+        fits.append((f"drafter {result.draft.name}", result.draft.wisp))
+    warnings = [poor_fit_warning(label, fit) for label, fit in fits]
+    return [warning for warning in warnings if warning is not None]

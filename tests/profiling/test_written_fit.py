@@ -91,7 +91,7 @@ def test_the_profile_file_says_what_was_clipped_and_what_it_is(tmp_path: Path) -
 
 
 def test_a_poor_fit_is_warned_of_with_what_to_do() -> None:
-    from edgespec.profiling.command import fit_warnings
+    from edgespec.profiling.quality import fit_warnings
 
     assert MIN_PROFILE_R2 == 0.5
     assert fit_warnings(_result(interaction_s=1e-9)) == []

@@ -32,12 +32,13 @@ from edgespec.learn.traces.checks import (
     sampled_title,
     slo_classes,
 )
-from edgespec.learn.traces.pair import check_pair_vocab, load_pair, model_specs
+from edgespec.learn.traces.pair import load_pair, model_specs
 from edgespec.models.devices import device_placement
 from edgespec.models.registry import recorded_name
 from edgespec.output_paths import output_file, writable_output_folder
 from edgespec.runtime.commands.sampling_arguments import add_cut_arguments
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
+from edgespec.runtime.edge.draft_backends import check_pair_vocab
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,8 +1,10 @@
-"""``edgespec train wisv-data``'s library: the train prompts, the capture over them with
-the real pair (:func:`capture_dataset`), and the dataset and JSON summary it writes.
+"""``edgespec train wisv-data``'s library: the capture over the train prompts with the real
+pair (:func:`capture_dataset`), and the dataset and JSON summary it writes.
 
-The command (:mod:`edgespec.learn.wisv.command`) parses into a :class:`DataConfig`; this
-module loads the pair, captures every prompt not captured yet (the lossless
+The command (:mod:`edgespec.learn.wisv.command`) parses into a
+:class:`~edgespec.learn.wisv.data_config.DataConfig`; this module loads the pair (a draft of
+another vocabulary is refused before any prompt, and before the store records the run),
+captures every prompt not captured yet (the lossless
 :func:`edgespec.learn.wisv.capture.capture_prompt`, or with ``rollout_head``
 :func:`edgespec.learn.wisv.rollout.capture_rollout`) into the resumable store
 (:mod:`edgespec.learn.wisv.shards`) and joins the prompts' shards into the ``.npz`` and
@@ -15,143 +17,21 @@ import datetime
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgespec.errors import UserInputError
 from edgespec.learn.progress import progress_bar
-from edgespec.learn.run_settings import file_digest
+from edgespec.learn.wisv.data_config import (
+    GSM8K_FRAME_NOTE,
+    NO_FRAME_NOTE,
+    DataConfig,
+    DataPrompt,
+    data_prompts,
+)
 from edgespec.learn.wisv.shards import ShardStore, parts_folder, target_vocab_size
 from edgespec.output_paths import write_text_atomically
 
 if TYPE_CHECKING:
     from edgespec.learn.wisv.capture import PromptCapture
-
-DATASETS: tuple[str, ...] = ("gsm8k", "cnndm", "sharegpt")
-"""``wisv-data --dataset`` choices: GSM8K by answer, the other two by similarity."""
-DATASET_NAMES = {"gsm8k": "GSM8K", "cnndm": "CNN/DailyMail", "sharegpt": "ShareGPT"}
-ROLLOUT_CHANNELS: tuple[str, ...] = ("draw", "poor", "good")
-"""``wisv-data --rollout-channel`` choices (:mod:`edgespec.learn.wisv.rollout`, *The
-head's channel*)."""
-GSM8K_FRAME_NOTE = "edgespec.learn.wisv.answers.GSM8K_FRAME (2 worked examples, #### N)"
-NO_FRAME_NOTE = "none (the dataset's template only)"
-
-
-@dataclass(frozen=True, slots=True)
-class DataConfig:
-    """What ``wisv-data`` captures (its flags, validated once)."""
-
-    out: Path
-    summary: Path
-    target: str
-    draft: str
-    dataset: str = "gsm8k"
-    prompts: int = 40
-    start: int = 0
-    gamma: int = 8
-    max_new_tokens: int = 128
-    max_prompt_tokens: int = 512
-    threads: int = 1
-    verbose: bool = False
-    command: str = ""
-    frame: bool = True
-    """GSM8K only: the two worked examples in front (``--no-frame``: the template only)."""
-    rollout_head: Path | None = None
-    """Capture WISV's rollout with this head (:mod:`edgespec.learn.wisv.rollout`)."""
-    rollout_threshold: float = 12.0
-    rollout_channel: str = "draw"
-    seed: int = 0
-    """The rollout's per-prompt channel draws."""
-
-    def __post_init__(self) -> None:
-        if self.start < 0:
-            raise UserInputError(f"--start must be >= 0, got {self.start}")
-        if self.out.suffix != ".npz":
-            raise UserInputError(f"--out {self.out}: the dataset is an .npz file")
-        if self.max_prompt_tokens < 2:
-            raise UserInputError("--max-prompt-tokens must be >= 2")
-        if self.dataset not in DATASETS:
-            raise UserInputError(
-                f"unknown dataset {self.dataset!r}: known are {', '.join(DATASETS)}"
-            )
-        if self.rollout_head is not None:  # read now, not after the models load
-            from edgespec.learn.wisv.fit import read_head
-
-            read_head("--rollout-head", self.rollout_head)
-        if not 0.0 <= self.rollout_threshold <= 16.0:
-            raise UserInputError(f"--threshold must be in [0, 16], got {self.rollout_threshold}")
-        if self.rollout_channel not in ROLLOUT_CHANNELS:
-            raise UserInputError(
-                f"--rollout-channel {self.rollout_channel!r}: known are "
-                f"{', '.join(ROLLOUT_CHANNELS)}"
-            )
-
-    @property
-    def framed(self) -> bool:
-        """Whether the prompts carry the GSM8K frame."""
-        return self.frame and self.dataset == "gsm8k"
-
-    def run_settings(self) -> dict[str, Any]:
-        """What decides a prompt's rows (the store's ``run.json``)."""
-        head = self.rollout_head
-        rollout = None
-        if head is not None:
-            rollout = {
-                "head_sha256": file_digest(head),
-                "threshold": self.rollout_threshold,
-                "channel": self.rollout_channel,
-                "seed": self.seed,
-            }
-        return {
-            "target": self.target,
-            "draft": self.draft,
-            "dataset": self.dataset,
-            "frame": self.framed,
-            "gamma": self.gamma,
-            "max_new_tokens": self.max_new_tokens,
-            "max_prompt_tokens": self.max_prompt_tokens,
-            "rollout": rollout,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class DataPrompt:
-    """A ``wisv-data`` prompt: its index (the train file's line number; for ShareGPT, its
-    place among the train prompts), its id and the text to encode (framed for GSM8K)."""
-
-    index: int
-    prompt_id: str
-    text: str
-
-
-def data_prompts(dataset: str, start: int, count: int, frame: bool = True) -> list[DataPrompt]:
-    """The ``count`` train prompts of ``dataset`` from ``start`` (:class:`DataPrompt`;
-    GSM8K's framed unless ``frame`` is false); :class:`UserInputError` when they cannot
-    be read or are too few."""
-    from edgespec.datasets.prompts import load_prompts
-    from edgespec.learn.wisv.answers import framed_prompt
-
-    if dataset not in DATASETS:
-        raise UserInputError(f"unknown dataset {dataset!r}: known are {', '.join(DATASETS)}")
-    name = DATASET_NAMES[dataset]
-    try:
-        prompts = load_prompts(dataset, "train", start + count)[start:]
-    except (OSError, ValueError, ImportError) as exc:
-        raise UserInputError(f"{name} train prompts: {exc}") from exc
-    if len(prompts) < count:
-        raise UserInputError(
-            f"--start {start} --prompts {count}: only {len(prompts)} {name} train "
-            "prompts from there"
-        )
-    found = []
-    for offset, prompt in enumerate(prompts):
-        # a ShareGPT id is a conversation id: number those prompts by place instead
-        by_place = dataset == "sharegpt"
-        index = start + offset if by_place else int(prompt.prompt_id.rsplit("-", 1)[1])
-        text = framed_prompt(prompt.text) if dataset == "gsm8k" and frame else prompt.text
-        found.append(DataPrompt(index, prompt.prompt_id, text))
-    return found
 
 
 def prompt_note(answer: str | None, similarity: tuple[float, ...] | None) -> str:
@@ -181,6 +61,7 @@ def _capturer(config: DataConfig) -> tuple[Callable[[DataPrompt], PromptCapture]
     from edgespec.models.loading import load_model
     from edgespec.runtime.backends.attention_mask import attention_layout
     from edgespec.runtime.backends.transformers_backend import eos_ids
+    from edgespec.runtime.edge.draft_backends import check_pair_vocab
 
     torch.set_num_threads(config.threads)
     with Console(stderr=True, markup=False).status(
@@ -188,6 +69,8 @@ def _capturer(config: DataConfig) -> tuple[Callable[[DataPrompt], PromptCapture]
     ):
         target = load_model(config.target, require_tokenizer=True, verbose=config.verbose)
         draft = load_model(config.draft, target=target, verbose=config.verbose)
+    vocab_size = int(target.model.config.get_text_config().vocab_size)
+    check_pair_vocab(config.draft, draft.model, vocab_size)  # it crashed mid-prompt
     layout = attention_layout(target.model)
     settings = CaptureSettings(config.gamma, config.max_new_tokens)
     gsm8k = config.dataset == "gsm8k"
@@ -203,7 +86,7 @@ def _capturer(config: DataConfig) -> tuple[Callable[[DataPrompt], PromptCapture]
         channel = rollout_channel(config.rollout_channel, config.seed, prompt.index)
         return capture_rollout(*pair, HeadRule(head, channel, config.rollout_threshold), eos)
 
-    return capture, int(target.model.config.get_text_config().vocab_size)
+    return capture, vocab_size
 
 
 def _capture_all(config: DataConfig, prompts: Sequence[DataPrompt], store: ShardStore) -> int:
@@ -220,6 +103,7 @@ def _capture_all(config: DataConfig, prompts: Sequence[DataPrompt], store: Shard
     if not todo:
         return 0
     capture, vocab_size = _capturer(config)
+    store.open(config.run_settings())  # recorded once the pair is accepted
     mismatches = critical = 0
     bar = progress_bar(console, "prompts", len(prompts), remaining=True)
     with bar as update, library_output(config.verbose):
@@ -272,7 +156,8 @@ def capture_dataset(config: DataConfig) -> dict[str, Any]:
 
     prompts = data_prompts(config.dataset, config.start, config.prompts, config.frame)
     store = ShardStore(parts_folder(config.out))
-    store.open(config.run_settings())
+    if store.folder.is_dir():  # an earlier run's settings: checked before the models load
+        store.open(config.run_settings())
     start = time.perf_counter()
     captured = _capture_all(config, prompts, store)
     wall_s = time.perf_counter() - start

@@ -23,7 +23,7 @@ float16) and a JSON summary (``--summary``, default beside ``--out``). ``wisv`` 
 budget (:data:`edgespec.policies.semantic.relabel.BUDGETS`); with ``kappa-critical``
 (B = κ·n_critical, the relabelled head of the Fig. 5 ablation) NAME ends in
 ``-kappa-critical``. This module parses the flags into a config
-(:class:`~edgespec.learn.wisv.collect.DataConfig`,
+(:class:`~edgespec.learn.wisv.data_config.DataConfig`,
 :class:`~edgespec.learn.wisv.fit.FitConfig`) and calls one library function per mode
 (:func:`~edgespec.learn.wisv.collect.capture_dataset`,
 :func:`~edgespec.learn.wisv.fit.train_and_write`). docs/LEARN.md, *WISV decision head*,
@@ -38,11 +38,11 @@ import shlex
 import sys
 from pathlib import Path
 
-from edgespec.argument_types import positive_int
-from edgespec.arguments import add_real_pair, add_seed, add_threads, add_verbose
+from edgespec.argument_types import positive_int, seed_int
+from edgespec.arguments import add_real_pair, add_threads, add_verbose
 from edgespec.errors import UserInputError
 from edgespec.learn.wisv import fit_flags
-from edgespec.learn.wisv.collect import DATASETS, ROLLOUT_CHANNELS, DataConfig
+from edgespec.learn.wisv.data_config import DATASETS, ROLLOUT_CHANNELS, DataConfig
 from edgespec.learn.wisv.fit import FitConfig
 from edgespec.output_paths import output_file
 
@@ -97,18 +97,18 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument(
         "--threshold",
         type=float,
-        default=12.0,
         help="--rollout-head's threshold T: reject iff p >= T/16 (default 12)",
     )
     p.add_argument(
         "--rollout-channel",
         choices=ROLLOUT_CHANNELS,
-        default="draw",
         help="the channel whose CSI the rollout head sees: a draw per prompt (seeded by "
         "--seed and the prompt), or the 20 Mbit/s (poor) or 500 Mbit/s (good) link "
         "(default draw)",
     )
-    add_seed(p, "the rollout's channel draws")
+    p.add_argument(
+        "--seed", type=seed_int, help="seed of --rollout-head's channel draws (default 0)"
+    )
     add_threads(p, 1)
     add_verbose(p)
     fit_flags.add_arguments(sub)
@@ -119,7 +119,20 @@ def _command() -> str:
 
 
 def data_config(args: argparse.Namespace) -> DataConfig:
-    """``wisv-data``'s flags as a :class:`DataConfig`."""
+    """``wisv-data``'s flags as a :class:`DataConfig`; a rollout's flag without
+    ``--rollout-head`` is refused (it would do nothing: the capture is lossless)."""
+    rollout = [
+        ("--threshold", "rollout_threshold", args.threshold),
+        ("--rollout-channel", "rollout_channel", args.rollout_channel),
+        ("--seed", "seed", args.seed),
+    ]
+    given = [(flag, field, value) for flag, field, value in rollout if value is not None]
+    if given and args.rollout_head is None:
+        flag = given[0][0]
+        raise UserInputError(
+            f"{flag} sets the rollout, which only --rollout-head runs: give --rollout-head "
+            f"HEAD too, or leave {flag} out"
+        )
     return DataConfig(
         out=args.out,
         summary=args.summary or args.out.with_suffix(".json"),
@@ -136,9 +149,7 @@ def data_config(args: argparse.Namespace) -> DataConfig:
         command=_command(),
         frame=args.frame,
         rollout_head=args.rollout_head,
-        rollout_threshold=args.threshold,
-        rollout_channel=args.rollout_channel,
-        seed=args.seed,
+        **{field: value for _, field, value in given},
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from edgespec.arguments import DevicePlacement
+from edgespec.errors import UserInputError
 
 DRAFT_BACKENDS = ("transformers", "llamacpp")
 
@@ -73,6 +74,32 @@ def check_draft_vocab(name: str, model: Any, target_vocab: int) -> None:
         raise ConfigError("draft", f"{name} has a vocabulary of {num_ids} tokens, the server's "
                           f"target {target_vocab}: the draft must take every target token id "
                           "(share the target's tokenizer)")  # fmt: skip
+
+
+def check_pair_vocab(draft_name: str, draft_model: Any, target_vocab: int) -> None:
+    """A :class:`~edgespec.errors.UserInputError` naming ``--draft`` and both sizes when the
+    loaded draft ``draft_model`` (``None``: prompt lookup, which proposes the prompt's own
+    ids) takes fewer token ids than the target's ``target_vocab`` (:func:`check_draft_vocab`:
+    the target's first token outside them would crash the draft) or proposes more (ids the
+    target does not have: its first such draft token fails verification). The learning
+    commands that run a pair themselves (``trace``, ``calibrate``, ``profile``,
+    ``train wisv-data``) call it once both are loaded, before any work: they had ended in a
+    traceback, some after minutes of it."""
+    from edgespec.config import ConfigError
+
+    if draft_model is None:
+        return
+    try:
+        check_draft_vocab(draft_name, draft_model, target_vocab)
+    except ConfigError as exc:
+        raise UserInputError(f"--draft {exc.message}") from None
+    num_ids = draft_input_vocab(draft_model)
+    if num_ids > target_vocab:
+        raise UserInputError(
+            f"--draft {draft_name} has a vocabulary of {num_ids} tokens, the target "
+            f"{target_vocab}: it would draft ids the target does not have (share the "
+            "target's tokenizer)"
+        )
 
 
 def make_drafter(

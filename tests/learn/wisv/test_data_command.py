@@ -19,7 +19,7 @@ from edgespec.datasets import prompts as prompt_sets
 from edgespec.learn.drafts.distill_data import encode_prompt
 from edgespec.learn.wisv.answers import GSM8K_FRAME
 from edgespec.learn.wisv.capture import CaptureSettings, capture_prompt
-from edgespec.learn.wisv.collect import DATASETS, NO_FRAME_NOTE, data_prompts
+from edgespec.learn.wisv.data_config import DATASETS, NO_FRAME_NOTE, data_prompts
 from edgespec.learn.wisv.dataset import WisvDataset
 from edgespec.learn.wisv.dataset_checks import MISMATCH_KEYS, ROLLOUT_KEYS
 from edgespec.learn.wisv.similarity import ContinuationSimilarity
