@@ -111,7 +111,10 @@ def build_service(
     log: Callable[[str], None],
 ) -> Any:
     """The verification service over the loaded target: its engine (the verification
-    rules, the sessions the backend can hold) and the co-located draft, if any."""
+    rules, the sessions the backend can hold) and the co-located draft, if any; a semantic
+    head on a target whose hidden-state passes are refused (``hidden_state_problem``: a
+    scaled head) is a :class:`ConfigError` at ``semantic_head``, not a refusal per session."""
+    from edgespec.config import ConfigError
     from edgespec.runtime.server.engine import VerificationEngine
     from edgespec.runtime.server.service import VerificationService
 
@@ -119,6 +122,8 @@ def build_service(
     if getattr(backend, "inexactness", None) is not None:
         log(f"LOSSY: batched logits differ from one-at-a-time ones ({backend.inexactness})")
     rules = semantic_rules_for(config, head, target.hidden_size, backend.vocab_size)
+    if head is not None and (problem := getattr(backend, "hidden_state_problem", None)):
+        raise ConfigError("semantic_head", f"the semantic rule reads hidden states: {problem}")
     max_sessions = config.max_sessions
     if target.max_sessions is not None and max_sessions > target.max_sessions:
         max_sessions = target.max_sessions

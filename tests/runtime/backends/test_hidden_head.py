@@ -3,7 +3,8 @@ when the target's logits are not its ``lm_head`` over its body's last hidden sta
 that returns hidden states takes the head apart so, for its whole batch, and on a Granite
 target (``logits_scaling``) every session in a batch beside such a session got logits
 scaled by 8 (its sampling, logit bias and logprobs changed); on a GPT-NeoX one (no
-``.model``) every such batch raised."""
+``.model``) every such batch raised. A server given a semantic head on such a target does
+not start."""
 
 from __future__ import annotations
 
@@ -78,3 +79,24 @@ def test_a_rule_that_reads_hidden_states_is_refused_at_open_on_such_a_target() -
         f"verification rule 'semantic' reads hidden states: {backend.hidden_state_problem}"
     )
     engine.open_session(SessionSpec("p", "c", (1, 2, 3), SamplingParams(max_new_tokens=4)))
+
+
+def test_a_server_with_a_semantic_head_on_such_a_target_does_not_start() -> None:
+    """Each semantic session was refused at open, on a server that had started and said it
+    served the semantic rule: the head is refused at start, naming why."""
+    from edgespec.config import ConfigError, from_dict
+    from edgespec.runtime.commands.serve_service import build_service
+    from edgespec.runtime.commands.serve_target import LoadedTarget
+    from edgespec.runtime.server.config import ServerConfig
+
+    backend = TransformersTarget(_granite(), eos_token_ids=frozenset(), numerics="lossy",
+                                 check_masks=False)  # fmt: skip
+    target = LoadedTarget(backend, 32, None, None)
+    config = from_dict(ServerConfig, {})
+    head = constant_head(-20.0)
+    with pytest.raises(ConfigError) as info:
+        build_service(config, None, target, head, None, None, None, False, print, print)
+    assert str(info.value) == (
+        "config field 'semantic_head': the semantic rule reads hidden states: "
+        f"{backend.hidden_state_problem}"
+    )
