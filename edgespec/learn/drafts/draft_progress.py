@@ -5,6 +5,7 @@ when stderr is no terminal (a log file), prints a line now and then instead."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -73,7 +74,8 @@ def on_feature_step(
     pace = Pace(budget_s)
 
     def step_done(step: int, total: int, loss: float, agreement: list[float]) -> None:
-        info = f"loss {loss:.3f} top-1 " + " ".join(f"{a:.2f}" for a in agreement)
+        shown = ("-" if math.isnan(a) else f"{a:.2f}" for a in agreement)  # no position there
+        info = f"loss {loss:.3f} top-1 " + " ".join(shown)
         update(completed=step, total=total, info=info, ends_at=pace.ends_at(total - step))
         if not console.is_terminal and step % 100 == 0:
             console.print(f"step {step}/{total}: {info}")

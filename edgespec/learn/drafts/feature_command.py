@@ -182,18 +182,14 @@ def run(args: argparse.Namespace) -> int:
     record_features_folder(args.features_dir, shape, args.data_dir)
     done = _featurize(args, target, shards, console)
     train, val = ft.split_by_prompt(ft.load_feature_files(done), holdout, args.seed)
-    if not train:  # else 0 steps, and a draft of random weights saved as trained
-        raise UserInputError(f"--holdout {holdout:g} holds out every prompt of the featurized "
-                             f"data ({len(val)} sequences), leaving none to train on (at least "
-                             "one prompt is held out): give more prompts or a smaller "
-                             "--holdout")  # fmt: skip
+    ft.check_trainable(train, len(val), holdout, settings.num_steps)
     net = _new_draft(args, target, kept)
     positions = sum(len(s.ids) for s in train)
     console.print(
         f"training on {len(train)} sequences ({positions} positions), {len(val)} held out"
     )
     steps, agreement = training.train_and_save(console, args, net, (train, val), settings, holdout)
-    per_step = ", ".join(f"step {i + 1}: {a:.3f}" for i, a in enumerate(agreement))
+    per_step = ", ".join(f"step {i + 1}: {ft.shown(a, 3)}" for i, a in enumerate(agreement))
     console.print(f"{steps} steps; held-out top-1 agreement {per_step}; saved to {args.out}")
     return 0
 

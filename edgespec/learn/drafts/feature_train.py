@@ -157,6 +157,32 @@ def split_by_prompt(
     return [s for s in sequences if tuple(s.ids[: s.prompt_len].tolist()) not in held], val
 
 
+def check_trainable(
+    train: Sequence[FeatureSequence], num_held: int, holdout: float, num_steps: int
+) -> None:
+    """A :class:`UserInputError` when the split leaves no sequence to train on (else 0
+    steps, and a draft of random weights saved as trained), or ``num_steps`` unrolls past
+    the longest training sequence (a step there has no position to learn from)."""
+    if not train:
+        raise UserInputError(
+            f"--holdout {holdout:g} holds out every prompt of the featurized data ({num_held} "
+            "sequences), leaving none to train on (at least one prompt is held out): give "
+            "more prompts or a smaller --holdout"
+        )
+    longest = max(len(s.ids) for s in train)
+    if num_steps > longest - 1:
+        raise UserInputError(
+            f"--steps {num_steps}: the longest training sequence has {longest} tokens, so a "
+            f"step past {longest - 1} has no position to learn from; give --steps "
+            f"{longest - 1} or fewer"
+        )
+
+
+def shown(agreement: float, digits: int) -> str:
+    """A step's top-1 agreement as said, ``-`` for a step without a position."""
+    return "-" if math.isnan(agreement) else f"{agreement:.{digits}f}"
+
+
 def _batch(
     net: FeatureDraftNet, seqs: Sequence[FeatureSequence]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -176,13 +202,17 @@ def _batch(
 def batch_loss(
     net: FeatureDraftNet, seqs: Sequence[FeatureSequence], settings: FeatureTrainSettings
 ) -> tuple[torch.Tensor, list[float]]:
-    """Summed loss over the unrolled steps, and each step's top-1 agreement."""
+    """Summed loss over the unrolled steps, and each step's top-1 agreement (NaN for a step
+    past every sequence of the batch: it adds nothing to the loss)."""
     ids, feats, labels, lengths = _batch(net, seqs)
     base = torch.arange(feats.shape[1] - 1)
     total = torch.zeros(())
     agreement = []
     for step, pred in enumerate(net.unrolled(feats, ids, settings.num_steps), 1):
         valid = (base[None] + step) < lengths[:, None]
+        if not bool(valid.any()):  # a mean over no position would make the loss NaN
+            agreement.append(math.nan)
+            continue
         target_pos = (base + step).clamp(max=feats.shape[1] - 1)
         logits = net.head_logits(pred[valid])
         wanted = labels[:, target_pos][valid]
@@ -197,16 +227,18 @@ def batch_loss(
 def evaluate(
     net: FeatureDraftNet, seqs: Sequence[FeatureSequence], settings: FeatureTrainSettings
 ) -> list[float]:
-    """Mean top-1 agreement per unrolled step over ``seqs``."""
+    """Mean top-1 agreement per unrolled step over ``seqs``' batches of 8 that reach it
+    (NaN for a step past every sequence)."""
     net.eval()
-    sums = [0.0] * settings.num_steps
+    sums, counts = [0.0] * settings.num_steps, [0] * settings.num_steps
     batches = [seqs[i : i + 8] for i in range(0, len(seqs), 8)]
     with torch.no_grad():
         for chunk in batches:
             for i, value in enumerate(batch_loss(net, chunk, settings)[1]):
-                sums[i] += value
+                if not math.isnan(value):
+                    sums[i], counts[i] = sums[i] + value, counts[i] + 1
     net.train()
-    return [v / max(len(batches), 1) for v in sums]
+    return [total / count if count else math.nan for total, count in zip(sums, counts, strict=True)]
 
 
 def train_feature_draft(

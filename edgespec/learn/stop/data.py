@@ -150,7 +150,9 @@ def split_by_request(
         raise ValueError(f"split fractions must be positive and sum to 1, got {fractions}")
     requests = np.unique(data.groups)
     if len(requests) < 3:
-        raise ValueError(f"need at least 3 requests to split, got {len(requests)}")
+        raise ValueError(
+            f"need at least 3 requests with drafted positions to split, got {len(requests)}"
+        )
     order = np.random.default_rng(seed).permutation(requests)
     num_train = max(1, round(fractions[0] * len(order)))
     num_val = max(1, round(fractions[1] * len(order)))

@@ -155,10 +155,17 @@ def check_outputs(args: argparse.Namespace, labels: list[str]) -> None:
         given += [("--out-dir", args.out_dir / f"{label}.jsonl") for label in labels]
     for flag, path in given:
         if path.is_file() and path.stat().st_size > 0:
+            held = "a trace" if _starts_a_trace(path) else "other data (not a trace)"
             raise UserInputError(
-                f"{flag}: {path} already holds a trace; give another {flag}, or --overwrite "
+                f"{flag}: {path} already holds {held}; give another {flag}, or --overwrite "
                 "to replace it"
             )
+
+
+def _starts_a_trace(path: Path) -> bool:
+    """Whether ``path``'s first line is a trace record's start (its ``request_id`` first)."""
+    with path.open("rb") as file:
+        return file.read(len(b'{"request_id":')) == b'{"request_id":'
 
 
 def given_cuts(args: argparse.Namespace) -> dict[str, Any]:

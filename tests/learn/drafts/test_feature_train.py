@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 import torch
 
 from edgespec.datasets.prompts import Prompt
+from edgespec.errors import UserInputError
 from edgespec.learn.drafts import feature_train as ft
 from edgespec.learn.drafts.distill_data import GenerationSettings, generate_distillation_data
 from edgespec.models.feature_draft import (
@@ -176,3 +178,49 @@ def test_command_refuses_a_budget_that_is_not_a_positive_number(
     assert stop.value.code == 2
     assert f"argument {flag}: {message}" in capsys.readouterr().err
     assert not (tmp_path / "fd").exists()
+
+
+def _net() -> FeatureDraftNet:
+    torch.manual_seed(0)
+    config = FeatureDraftConfig("tiny", VOCAB, 32, tuple(range(VOCAB)), num_heads=2, head_dim=8)
+    return FeatureDraftNet(config, *target_rows(tiny_target(), tuple(range(VOCAB))))
+
+
+def _sequences(*lengths: int) -> list[ft.FeatureSequence]:
+    g = torch.Generator().manual_seed(1)
+    return [
+        ft.FeatureSequence(
+            torch.randint(3, VOCAB, (n,), generator=g), torch.randn(n, 32, generator=g), 2
+        )
+        for n in lengths
+    ]
+
+
+def test_a_step_past_a_batchs_sequences_adds_nothing_and_is_said_as_none() -> None:
+    """A batch of 4-token sequences unrolled 5 steps: steps 4 and 5 have no position. Their
+    mean over nothing made the loss NaN (shown as `loss nan`) and the agreement NaN."""
+    net = _net()
+    settings = ft.FeatureTrainSettings(num_steps=5)
+    loss, agreement = ft.batch_loss(net, _sequences(4, 4), settings)
+    shorter, _ = ft.batch_loss(net, _sequences(4, 4), ft.FeatureTrainSettings(num_steps=3))
+    assert torch.isfinite(loss) and torch.equal(loss, shorter)
+    assert [math.isnan(a) for a in agreement] == [False] * 3 + [True] * 2
+    # held out: a step is the mean over the batches that reach it (8 short, then 1 long)
+    held = ft.evaluate(net, _sequences(*[4] * 8, 7), settings)
+    assert not any(math.isnan(a) for a in held)
+    alone = ft.evaluate(net, _sequences(*[4] * 8, 7)[8:], settings)
+    assert held[3:] == alone[3:]
+    assert [ft.shown(a, 3) for a in (0.5, math.nan)] == ["0.500", "-"]
+
+
+def test_steps_past_the_longest_training_sequence_are_refused() -> None:
+    train = _sequences(5, 9)
+    ft.check_trainable(train, 3, 0.05, 8)
+    with pytest.raises(UserInputError) as info:
+        ft.check_trainable(train, 3, 0.05, 9)
+    assert str(info.value) == (
+        "--steps 9: the longest training sequence has 9 tokens, so a step past 8 has no "
+        "position to learn from; give --steps 8 or fewer"
+    )
+    with pytest.raises(UserInputError, match=r"--holdout 0.5 holds out every prompt of the "):
+        ft.check_trainable([], 3, 0.5, 2)

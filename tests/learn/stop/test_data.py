@@ -150,7 +150,9 @@ def test_split_of_three_requests_gives_one_to_each_part(
     data = build_dataset([record(f"r{i}", (1, 0, 1)) for i in range(3)], 4)
     parts = split_by_request(data, fractions, seed=0)
     assert [len(set(p.groups.tolist())) for p in parts] == [1, 1, 1]
-    with pytest.raises(ValueError, match="need at least 3 requests to split, got 2"):
+    with pytest.raises(
+        ValueError, match="need at least 3 requests with drafted positions to split, got 2"
+    ):
         split_by_request(data.subset(data.groups < 2), fractions, seed=0)
 
 

@@ -118,14 +118,14 @@ def test_no_requests_and_lookup_drafts_name_the_file(
     assert _train([empty], out, capsys) == (
         2,
         "edgespec train stop-predictor: "
-        f"--traces {empty}: need at least 3 requests to split, got 0\n",
+        f"--traces {empty}: need at least 3 requests with drafted positions to split, got 0\n",
     )
     write_trace(good, synthetic_records(2, 0))
     assert _train([empty, good], out, capsys) == (
         2,
         "edgespec train stop-predictor: "
-        f"--traces {empty} --traces {good}: need at least 3 requests to "
-        "split, got 2\n",
+        f"--traces {empty} --traces {good}: need at least 3 requests with drafted "
+        "positions to split, got 2\n",
     )
     lookup = tmp_path / "lookup.jsonl"
     drafted = [dataclasses.replace(r, draft_model="d+lookup") for r in synthetic_records(3, 0)]

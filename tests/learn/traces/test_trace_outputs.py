@@ -77,6 +77,13 @@ def test_an_earlier_trace_is_kept_without_overwrite_and_records_name_the_models(
         f"edgespec trace: --out-dir: {folder / 'p.jsonl'} already holds a trace; give "
         "another --out-dir, or --overwrite to replace it"
     )
+    notes = tmp_path / "notes.txt"  # was: "already holds a trace", of any file
+    notes.write_text("hello notes\n")
+    assert _trace(models, "ngram", "--out", str(notes)) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"edgespec trace: --out: {notes} already holds other data (not a trace); give "
+        "another --out, or --overwrite to replace it"
+    )
     assert out.read_text() == before
     assert _trace(models, "ngram", "--limit", "1", "--out", str(out), "--overwrite") == 0
     assert [r.draft_model for r in read_trace(out)] == ["ngram"]
