@@ -99,3 +99,27 @@ def progress_bar(
             progress.update(task, **changes)
 
         yield update
+
+
+EpochDone = Callable[[int, float], None]
+"""``on_epoch(epochs_done, mean_loss)``: a trainer's report after each epoch."""
+
+
+@contextmanager
+def epoch_progress(console: Any, epochs: int) -> Iterator[EpochDone]:
+    """A ``training`` bar over ``epochs`` (time left, the last epoch's loss) for a trainer
+    that calls the yielded :data:`EpochDone` after each epoch (``train awc``, ``train
+    wisv``: minutes without a word before); with stderr not a terminal, a line at each
+    tenth of the epochs instead of a redrawn bar. A run that stops early (early stopping)
+    leaves the bar where it stopped."""
+    pace = Pace()
+    every = max(1, epochs // 10)
+    with progress_bar(console, "training", epochs, remaining=True, info=True) as update:
+
+        def on_epoch(done: int, loss: float) -> None:
+            info = f"loss {loss:.4f}"
+            update(completed=done, info=info, ends_at=pace.ends_at(epochs - done))
+            if not console.is_terminal and (done % every == 0 or done == epochs):
+                console.print(f"epoch {done}/{epochs}: {info}")
+
+        yield on_epoch

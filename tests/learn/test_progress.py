@@ -96,3 +96,24 @@ def test_each_stage_of_the_draft_commands_reports_its_time_left() -> None:
     for changes in updates[:3]:  # within each stage's budget of 60 s
         assert start <= changes["ends_at"] <= end + 60.0
     assert updates[3]["ends_at"] <= end  # no step left
+
+
+def test_a_trainers_epochs_are_said_a_line_a_tenth_without_a_terminal() -> None:
+    """``train awc`` and ``train wisv`` were silent for minutes: a bar over the epochs, and
+    in a log a line at each tenth of them (the last one always)."""
+    from edgespec.learn.progress import epoch_progress
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=False, width=120)
+    with epoch_progress(console, 25) as on_epoch:
+        for epoch in range(1, 26):
+            on_epoch(epoch, 1.0 / epoch)
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("epoch")]
+    said = [*range(2, 25, 2), 25]
+    assert lines == [f"epoch {n}/25: loss {1.0 / n:.4f}" for n in said]
+    shown = io.StringIO()
+    terminal = Console(file=shown, force_terminal=True, width=120, color_system=None)
+    with epoch_progress(terminal, 4) as on_epoch:
+        on_epoch(1, 0.5)
+    assert "training" in shown.getvalue() and "1/4" in shown.getvalue()
+    assert "loss 0.5000" in shown.getvalue() and "epoch 1/4" not in shown.getvalue()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from edgespec.errors import UserInputError
 from edgespec.learn.awc.tables import read_parquet_dir, read_parquet_file
@@ -150,3 +151,29 @@ def label_weights(path: Path) -> Any:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def check_two_labelled(
+    folder: Path, scenario_ids: npt.NDArray[np.int64], labels: dict[int, int]
+) -> None:
+    """Two labelled scenarios with contexts at least (one is held out); the refusal says how
+    many scenarios ``folder`` holds and how many of them are unlabelled (no configuration
+    finished a request: awc-data gives them no label), and what gives more."""
+    from edgespec.learn.awc.folder import finished_ids
+
+    found = len(np.unique(scenario_ids))
+    if found >= 2:
+        return
+    scenarios = finished_ids(folder)
+    unlabelled = len(scenarios - set(labels))
+    hint = (
+        " (no configuration finished a request in them): a longer awc-data --duration-s "
+        "gives them time (in a new --out)"
+        if unlabelled
+        else ": run awc-data with more --scenarios"
+    )
+    raise UserInputError(
+        f"{folder}: need at least two labelled scenarios (one is held out), found {found}; "
+        f"the folder holds {len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}, "
+        f"{unlabelled} unlabelled{hint}"
+    )

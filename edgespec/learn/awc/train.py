@@ -18,7 +18,6 @@ import math
 import shlex
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
@@ -26,6 +25,7 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
+from edgespec.learn.progress import EpochDone, epoch_progress
 from edgespec.learn.settings_checks import (
     MAX_WIDTH,
     check_at_least_one,
@@ -123,9 +123,12 @@ def _inputs(features: npt.NDArray[np.float64], mean: Any, scale: Any) -> torch.T
     return torch.tensor(np.nan_to_num((features - mean) / scale, nan=0.0), dtype=torch.float32)
 
 
-def train_wc_dnn(train: AwcDataset, settings: AwcTrainSettings) -> tuple[WcDnnNet, WcDnn]:
+def train_wc_dnn(
+    train: AwcDataset, settings: AwcTrainSettings, on_epoch: EpochDone | None = None
+) -> tuple[WcDnnNet, WcDnn]:
     """L1 regression of the label γ with AdamW; returns the network and its export (seeded
-    with ``settings.seed``; the caller's torch generators untouched)."""
+    with ``settings.seed``; the caller's torch generators untouched); ``on_epoch`` hears
+    each epoch's mean loss."""
     with torch_seeded(settings.seed):
         mean, scale = standardiser(train.features)
         x, y = _inputs(train.features, mean, scale), torch.tensor(train.labels, dtype=torch.float32)
@@ -136,13 +139,17 @@ def train_wc_dnn(train: AwcDataset, settings: AwcTrainSettings) -> tuple[WcDnnNe
         generator = torch.Generator().manual_seed(settings.seed)
         loss_fn = nn.L1Loss()
         net.train()
-        for _ in range(settings.epochs):
-            order = torch.randperm(len(x), generator=generator)
+        for epoch in range(1, settings.epochs + 1):
+            order, total = torch.randperm(len(x), generator=generator), 0.0
             for i in range(0, len(x), settings.batch_size):
                 batch = order[i : i + settings.batch_size]
                 optimiser.zero_grad()
-                loss_fn(net(x[batch]), y[batch]).backward()
+                loss = loss_fn(net(x[batch]), y[batch])
+                loss.backward()  # type: ignore[no-untyped-call]
                 optimiser.step()
+                total += float(loss.detach()) * len(batch)
+            if on_epoch is not None:
+                on_epoch(epoch, total / len(x))
         net.eval()
         return net, export_wc_dnn(net, mean, scale)
 
@@ -214,6 +221,7 @@ def evaluate(model: WcDnn, data: AwcDataset) -> AwcReport:
 def run_training(args: argparse.Namespace) -> int:
     from edgespec.learn.awc.inputs import (
         check_data_folder,
+        check_two_labelled,
         label_weights,
         read_contexts,
         read_labels,
@@ -227,7 +235,7 @@ def run_training(args: argparse.Namespace) -> int:
     labels = read_labels(args.data / "labels.parquet")
     weights = label_weights(args.data / "labels.json")
     data = join_labels(read_contexts(args.data / "contexts"), labels)
-    _check_two_labelled(args.data, data, labels)
+    check_two_labelled(args.data, data.scenario_ids, labels)
     train, held = split_by_scenario(data, args.holdout, args.seed)
     settings = AwcTrainSettings(args.width, args.epochs, args.lr, args.weight_decay,
                                 args.batch_size, args.seed)  # fmt: skip
@@ -252,41 +260,19 @@ def run_training(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_two_labelled(folder: Path, data: AwcDataset, labels: dict[int, int]) -> None:
-    """Two labelled scenarios with contexts at least (one is held out); the refusal says how
-    many scenarios ``folder`` holds and how many of them are unlabelled (no configuration
-    finished a request: awc-data gives them no label), and what gives more."""
-    from edgespec.errors import UserInputError
-    from edgespec.learn.awc.folder import finished_ids
-
-    found = len(np.unique(data.scenario_ids))
-    if found >= 2:
-        return
-    scenarios = finished_ids(folder)
-    unlabelled = len(scenarios - set(labels))
-    hint = (
-        " (no configuration finished a request in them): a longer awc-data --duration-s "
-        "gives them time (in a new --out)"
-        if unlabelled
-        else ": run awc-data with more --scenarios"
-    )
-    raise UserInputError(
-        f"{folder}: need at least two labelled scenarios (one is held out), found {found}; "
-        f"the folder holds {len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}, "
-        f"{unlabelled} unlabelled{hint}"
-    )
-
-
 def _train_finite(
     train: AwcDataset, held: AwcDataset, settings: AwcTrainSettings
 ) -> tuple[WcDnn, dict[str, AwcReport]]:
     """The trained model and its report, refused (nothing is written) when the training
     diverged: a weight, or the MAE (the L1 loss) on either side, not a finite number."""
+    from rich.console import Console
+
     from edgespec.errors import UserInputError
 
     advice = "nothing written (try a lower --lr)"
     try:
-        _, model = train_wc_dnn(train, settings)
+        with epoch_progress(Console(stderr=True, markup=False), settings.epochs) as on_epoch:
+            _, model = train_wc_dnn(train, settings, on_epoch)
     except ValueError as exc:  # the export (DenseLayer) refuses a non-finite weight
         raise UserInputError(f"training diverged: {exc}; {advice}") from exc
     report = {"train": evaluate(model, train), "held_out": evaluate(model, held)}

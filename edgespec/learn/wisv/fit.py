@@ -168,7 +168,9 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
     ``NAME-acceptance.json`` and ``NAME-metrics.json`` into ``config.out_dir``; the
     report (train and held-out metrics, reject shares) and the paths written."""
     import torch
+    from rich.console import Console
 
+    from edgespec.learn.progress import epoch_progress
     from edgespec.learn.wisv.evaluation import acceptance_table, evaluate
     from edgespec.learn.wisv.export import head_json, trained_pair
     from edgespec.learn.wisv.fit_flags import check_head_files, default_head_name
@@ -187,7 +189,8 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
     _check_training_set(config, train, baseline)
     start = time.perf_counter()
     widths = (data.draft_hidden.shape[1], data.target_hidden.shape[1])
-    trained = _finite(lambda: train_head(train, *widths, settings, validation))
+    with epoch_progress(Console(stderr=True, markup=False), settings.epochs) as on_epoch:
+        trained = _finite(lambda: train_head(train, *widths, settings, validation, on_epoch))
     train_s = time.perf_counter() - start
     table = acceptance_table(trained.head, data, held_eps, settings.budget)
     report: dict[str, Any] = {

@@ -41,6 +41,7 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
+from edgespec.learn.progress import EpochDone
 from edgespec.learn.settings_checks import (
     MAX_WIDTH,
     check_at_least_one,
@@ -169,14 +170,8 @@ class Instances:
 def inputs(data: WisvDataset, rows: npt.NDArray[np.int64], channel: ChannelState) -> Any:
     """x for dataset ``rows`` on one channel (float32, n × d_in)."""
     c = np.broadcast_to(np.asarray(csi_features(channel), dtype=np.float32), (rows.size, 4))
-    return np.concatenate(
-        [
-            data.draft_hidden[rows].astype(np.float32),
-            data.target_hidden[rows].astype(np.float32),
-            c,
-        ],
-        axis=1,
-    )
+    hidden = (data.draft_hidden[rows], data.target_hidden[rows])
+    return np.concatenate([*(h.astype(np.float32) for h in hidden), c], axis=1)
 
 
 def build_instances(
@@ -253,10 +248,12 @@ def train_head(
     target_hidden: int,
     settings: TrainSettings,
     validation: Instances | None = None,
+    on_epoch: EpochDone | None = None,
 ) -> TrainedHead:
     """Class-balanced BCE with AdamW (module docstring); returns the net and its export.
     With ``validation``, early stopping on its AUC (:mod:`edgespec.learn.wisv.early_stop`).
-    Seeded with ``settings.seed``; the caller's torch generators untouched."""
+    ``on_epoch`` hears each epoch's mean loss. Seeded with ``settings.seed``; the caller's
+    torch generators untouched."""
     with torch_seeded(settings.seed):
         mean, scale = standardiser(train.x)
         z = torch.tensor((train.x - mean) / scale, dtype=torch.float32)
@@ -285,6 +282,8 @@ def train_head(
                 optimiser.step()
                 total += float(loss.detach()) * len(batch)
             losses.append(total / len(z))
+            if on_epoch is not None:
+                on_epoch(len(losses), losses[-1])
             if stop is not None and stop.update(net):
                 break
         if stop is not None:
