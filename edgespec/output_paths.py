@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
@@ -238,3 +238,12 @@ def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
 def write_text_atomically(path: Path, text: str) -> None:
     """:func:`write_atomically` of ``text`` in UTF-8."""
     write_atomically(path, lambda fh: fh.write(text.encode("utf-8")))
+
+
+def readable_like(paths: Iterable[Path], written: Path) -> None:
+    """Give ``paths`` the permission bits of ``written``, a file this process made with
+    ``open()`` (so under its umask): safetensors writes its weights 0600 whatever the umask,
+    and a draft trained by one user could not be loaded by a server running as another."""
+    mode = written.stat().st_mode & 0o777
+    for path in paths:
+        path.chmod(mode)

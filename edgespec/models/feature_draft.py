@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from edgespec.models.registry import FEATURE_DRAFT_MARKER
-from edgespec.output_paths import write_text_atomically
+from edgespec.output_paths import readable_like, write_text_atomically
 
 WEIGHTS_FILE = "model.safetensors"
 
@@ -250,6 +250,7 @@ def save_feature_draft(net: FeatureDraftNet, directory: Path) -> None:
     state = {k: v.detach().to(torch.float16).contiguous() for k, v in net.state_dict().items()}
     save_file(state, str(directory / WEIGHTS_FILE))
     write_text_atomically(directory / FEATURE_DRAFT_MARKER, net.config.to_json())
+    readable_like([directory / WEIGHTS_FILE], directory / FEATURE_DRAFT_MARKER)
 
 
 def load_feature_draft(directory: Path, target_model: Any) -> FeatureDraftNet:

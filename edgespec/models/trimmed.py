@@ -29,7 +29,7 @@ from transformers.utils import SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME
 
 from edgespec.models.registry import TRIMMED_MARKER as TRIMMED_MARKER  # re-exported
 from edgespec.models.registry import TRIMMED_MODEL_TYPE
-from edgespec.output_paths import write_text_atomically
+from edgespec.output_paths import readable_like, write_text_atomically
 
 
 class TrimmedDraftConfig(LlamaConfig):  # type: ignore[misc,no-untyped-call]
@@ -170,6 +170,7 @@ class TrimmedVocabDraft(PreTrainedModel, GenerationMixin):  # type: ignore[misc,
             self.to(original)  # type: ignore[arg-type]
         marker = json.dumps({"target": self.config.target_name, "num_kept": self.num_kept})
         write_text_atomically(directory / TRIMMED_MARKER, marker + "\n")
+        readable_like(saved_files(directory), directory / TRIMMED_MARKER)  # weights were 0600
         return saved_files(directory)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -219,3 +220,13 @@ def test_a_requests_shaping_is_made_on_the_heads_kept_columns() -> None:
     sampled = drafter.propose(ids, 1, 1.0, rng, DraftShaping(len(ids), top_k=1))
     assert sampled.token_ids == plain[:1]
     assert sampled.probs is not None and sampled.probs[0, plain[0]] == 1.0
+
+
+def test_the_saved_weights_are_as_readable_as_the_umask_allows(tmp_path: Path) -> None:
+    before = os.umask(0o027)
+    try:
+        save_feature_draft(_net(), tmp_path / "d")
+    finally:
+        os.umask(before)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "d").iterdir()}
+    assert modes == {"model.safetensors": 0o640, FEATURE_DRAFT_MARKER: 0o640}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -133,3 +134,15 @@ def test_a_disk_that_fills_as_the_marker_is_written_leaves_no_marker(
         "generation_config.json",
         "model.safetensors",
     ]
+
+
+def test_every_saved_file_is_as_readable_as_the_umask_allows(tmp_path: Path) -> None:
+    """The weights were 0600 (safetensors writes them so whatever the umask) beside 0644
+    config files: a draft trained by one user could not be served by another."""
+    before = os.umask(0o022)
+    try:
+        tiny_draft(KEPT).save(tmp_path / "d")
+    finally:
+        os.umask(before)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "d").iterdir()}
+    assert "model.safetensors" in modes and set(modes.values()) == {0o644}, modes
