@@ -18,6 +18,7 @@ from time import perf_counter, process_time
 import numpy as np
 
 from edgespec.core.types import SamplingParams
+from edgespec.errors import UserInputError
 from edgespec.policies.estimator import BatchShape
 from edgespec.profiling.grid import Entry, GridConfig, GridSpec
 from edgespec.runtime.backends.base import TargetBackend
@@ -69,8 +70,13 @@ class PromptSource:
             prompt = self.tokens(length)
             if prompt not in self._seen:
                 break
-        else:
-            raise RuntimeError(f"duplicate profiling prompt of {length} tokens")
+        else:  # a tiny vocabulary's short prompts run out: a one-line refusal, no traceback
+            raise UserInputError(
+                f"duplicate profiling prompt of {length} tokens: {self._max_draws} draws over "
+                f"the target's {self._vocab}-token vocabulary gave no new one (a profile never "
+                "repeats a prompt, WISP App. C); the grid needs more distinct prompts than "
+                "this vocabulary has"
+            )
         self._seen.add(prompt)
         return prompt
 

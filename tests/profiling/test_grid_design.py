@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from edgespec.errors import UserInputError
 from edgespec.profiling.grid import GridSpec, design_grid
 from edgespec.profiling.measure import PromptSource
 
@@ -41,5 +42,10 @@ def test_grid_spec_rejects_totals_without_cache() -> None:
 def test_prompt_source_refuses_a_duplicate() -> None:
     source = PromptSource(vocab_size=1, seed=0, max_draws=5)
     assert source.take(3) == (0, 0, 0)
-    with pytest.raises(RuntimeError, match="duplicate profiling prompt of 3 tokens"):
+    with pytest.raises(UserInputError) as info:
         source.take(3)
+    assert str(info.value) == (
+        "duplicate profiling prompt of 3 tokens: 5 draws over the target's 1-token vocabulary "
+        "gave no new one (a profile never repeats a prompt, WISP App. C); the grid needs more "
+        "distinct prompts than this vocabulary has"
+    )
