@@ -24,10 +24,13 @@ class MissingPackageError(UserInputError, ImportError):
 
 
 def did_you_mean(given: str, known: Iterable[str]) -> str:
-    """``" (did you mean 'NAME'?)"`` for the known name closest to ``given``
-    (:func:`difflib.get_close_matches`), or ``""`` when none is close: the end of an
-    "unknown ..." message, after its own text."""
-    close = difflib.get_close_matches(given, [str(k) for k in known], n=1)
+    """``" (did you mean 'NAME'?)"`` for the known name closest to ``given``, or ``""``
+    when none is close: the end of an "unknown ..." message, after its own text. The one
+    known name that is ``given`` with a unit or qualifier added (``rate`` → ``rate_per_s``:
+    names carry their units) comes first; else :func:`difflib.get_close_matches`'s."""
+    names = [str(k) for k in known]
+    extended = [name for name in names if name.startswith(f"{given}_")]
+    close = extended if len(extended) == 1 else difflib.get_close_matches(given, names, n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 

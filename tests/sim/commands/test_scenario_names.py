@@ -177,4 +177,9 @@ def test_a_misspelt_slo_class_gets_the_closest_class(
 def test_nothing_close_adds_nothing() -> None:
     assert did_you_mean("duration_s", bundled_scenarios()) == ""
     assert did_you_mean("fcsf", ["fcfs", "lab", "wisp"]) == " (did you mean 'fcfs'?)"
+    # a name without its unit: the one name that adds it, not the closest spelling
+    fields = ["trace", "rate_per_s", "ramp_s", "think_time_s", "think_min_s"]
+    assert did_you_mean("rate", fields) == " (did you mean 'rate_per_s'?)"  # was 'trace'
+    assert did_you_mean("ramp", fields) == " (did you mean 'ramp_s'?)"
+    assert did_you_mean("think", fields) == " (did you mean 'think_min_s'?)"  # two: closest
     assert did_you_mean("x", []) == ""
