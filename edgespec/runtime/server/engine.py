@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from time import monotonic
 
 from edgespec.policies.contracts import PolicyContractError
@@ -62,6 +63,7 @@ from edgespec.runtime.server.verification import EXACT_RULES, AnyRule, Verdict
 
 _Live = tuple[int, EngineSession, VerifyCall, ForwardItem, bool]
 """A call forwarded in this batch: (its index, session, call, forward item, is it a part)."""
+_Result = VerifyOutcome | RequestError | PrefillPart  # a call's answer from a batch
 _Followup = tuple[int, EngineSession, VerifyCall]
 """A semantic SH follow-up, decided from the session's kept pass: (index, session, call)."""
 
@@ -132,33 +134,21 @@ class VerificationEngine(SessionTable):
                 for _, s, *_ in live:
                     s.in_flight = False
         with self._lock:
-            if live:
-                self._tally.num_forward_passes += 1
-            self._tally.num_tokens_forwarded += sum(len(e[3].new_token_ids) for e in live)
-            num_parts = sum(part for *_, part in live)
-            self._tally.num_verifications += len(live) - num_parts
-            self._tally.num_prefill_parts += num_parts
+            self._tally.count_pass([e[3] for e in live], sum(part for *_, part in live))
             for (index, s, c, item, part), out in zip(live, outputs, strict=True):
-                results[index] = self._settle(s, c, item, out, part)
+                results[index] = self._guarded(s, partial(self._settle, s, c, item, out, part))
             for index, s, c in followups:
-                results[index] = self._decide_followup(s, c)
+                results[index] = self._guarded(s, partial(self._decide_followup, s, c))
             self._enforce_budget()
         return results
 
-    def _settle(
-        self, s: EngineSession, c: VerifyCall, item: ForwardItem, out: ForwardOutput, part: bool
-    ) -> VerifyOutcome | RequestError | PrefillPart:
-        """The pass's result for ``s``; one that fails fails ``c`` alone (``INTERNAL``),
-        ``s`` put back as it was before the pass (:class:`RoundStart`), so the other
+    def _guarded(self, s: EngineSession, settle: Callable[[], _Result]) -> _Result:
+        """``settle()``, ``s``'s share of the batch; one that raises fails that call alone
+        (``INTERNAL``), ``s`` put back as it was before (:class:`RoundStart`), so the other
         sessions' rounds stand and ``s``'s client can send the same call again."""
         start = RoundStart.of(s)
         try:
-            if part:
-                return self._keep_part(s, c, item, out)
-            item, out = merge_kept_rows(s, item, out)  # a prefill in parts: its last pass
-            if s.hidden_rule is None:
-                return self._apply(s, c, item, out)
-            return self._judge_hidden(s, c, item, out)
+            return settle()
         except Exception as exc:
             start.restore(s)
             self._relist(s)
@@ -166,6 +156,17 @@ class VerificationEngine(SessionTable):
             return RequestError(
                 ErrorCode.INTERNAL, str(exc) if isinstance(exc, RuleFailed) else why
             )
+
+    def _settle(
+        self, s: EngineSession, c: VerifyCall, item: ForwardItem, out: ForwardOutput, part: bool
+    ) -> _Result:
+        """The pass's result for ``s``: a part kept, a verdict, or a request for hidden states."""
+        if part:
+            return self._keep_part(s, c, item, out)
+        item, out = merge_kept_rows(s, item, out)  # a prefill in parts: its last pass
+        if s.hidden_rule is None:
+            return self._apply(s, c, item, out)
+        return self._judge_hidden(s, c, item, out)
 
     def _claim(
         self, calls: Sequence[VerifyCall], serials: Sequence[int] | None
@@ -251,10 +252,8 @@ class VerificationEngine(SessionTable):
         """The verdict of a kept pass, now that ``call`` brought the hidden states."""
         pending, rule = s.pending, s.hidden_rule
         if pending is None or rule is None or not self._holds(s):
-            return RequestError(
-                ErrorCode.FAILED_PRECONDITION,
-                f"session {call.session_id!r} changed before verification",
-            )
+            message = f"session {call.session_id!r} changed before verification"
+            return RequestError(ErrorCode.FAILED_PRECONDITION, message)
         if pending.num_hidden_evicted:  # the reply cannot carry the rows: nothing committed
             s.pending, s.kv, s.kv_len = None, None, 0  # its KV was evicted with the rows
             return evicted_followup_error(pending)

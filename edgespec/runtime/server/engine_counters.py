@@ -6,8 +6,10 @@ service's stats, metrics and Prometheus figures read them: :mod:`.counters`)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
+from edgespec.runtime.backends.base import ForwardItem
 from edgespec.runtime.messages import VerifyOutcome
 from edgespec.runtime.server.session_record import EngineSession
 
@@ -56,6 +58,14 @@ class EngineTally:
     num_prefill_parts: int = 0
     semantic_sessions: Counter[int] = field(default_factory=Counter)
     accepted_mismatches: Counter[int] = field(default_factory=Counter)
+
+    def count_pass(self, items: Sequence[ForwardItem], num_parts: int) -> None:
+        """Count a forward pass of ``items`` (none: no pass), ``num_parts`` of them prefill
+        parts, the others verifications."""
+        self.num_forward_passes += bool(items)
+        self.num_tokens_forwarded += sum(len(item.new_token_ids) for item in items)
+        self.num_verifications += len(items) - num_parts
+        self.num_prefill_parts += num_parts
 
     def count_round(self, s: EngineSession, outcome: VerifyOutcome) -> None:
         """Count a round committed for ``s`` (before it is stored): a lossy session's

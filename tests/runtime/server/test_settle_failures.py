@@ -1,18 +1,27 @@
 """A failure while one session's share of a batched pass is settled (its rule, logits
-processing or commit raising: llama.cpp's path re-decode, a bug) fails that call alone: the
+processing or commit raising: llama.cpp's path re-decode, a bug), or while an SH follow-up
+is decided from its kept pass, fails that call alone: the
 batch's other rounds stand, and the session is put back as it was before the pass (tokens,
 counts, random stream; its cache dropped), so the same call sent again gets the round it
 would have had."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from edgespec.core.types import SamplingParams
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
+from edgespec.runtime.messages import DRAFT_HIDDEN, SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.server.engine import VerificationEngine
+from edgespec.runtime.server.semantic import semantic_rules
+from tests.runtime.semantic_helpers import draft_coordinate_head, next_token, rows
+from tests.runtime.server.semantic_engine import GOOD, GREEDY, PROMPT
 from tests.runtime.server.test_engine_cache_state import VOCAB, SuccessorTarget
+from tests.runtime.server.test_semantic_rule import _verify as _semantic_verify
+from tests.runtime.wrapped_target import WrappedTarget
 
 SAMPLED = SamplingParams(max_new_tokens=20, temperature=1.0, seed=5)
 UNIFORM = np.full((4, VOCAB), 1 / VOCAB, np.float32)
@@ -66,3 +75,60 @@ def test_the_others_rounds_stand_and_the_session_is_as_before_its_pass() -> None
     follow = VerifyCall("a", 4, (7,))  # a goes on from its committed round, on its cache
     assert isinstance(engine.verify_batch([follow])[0], VerifyOutcome)
     assert backend.items[-1].kv_len == 3
+
+
+class SecondCropFails(WrappedTarget):
+    """The real target; while ``armed``, its second crop raises (the first is the exact
+    session's commit, settled before the SH follow-ups)."""
+
+    def __init__(self, inner: TransformersTarget) -> None:
+        super().__init__(inner)
+        self.armed, self.crops = False, 0
+        self.crop = self._crop
+
+    def forward(self, items: Any) -> Any:
+        return self._inner.forward(items)
+
+    def _crop(self, kv: Any, num_tokens: int) -> Any:
+        self.crops += 1
+        if self.armed and self.crops == 2:
+            raise RuntimeError("crop failed")
+        return self._inner.crop(kv, num_tokens)
+
+
+def _sh_engine(backend: Any) -> VerificationEngine:
+    engine = VerificationEngine(backend, rules=semantic_rules(draft_coordinate_head()))
+    engine.open_session(SessionSpec("sh", "c", PROMPT, GREEDY, verification_rule="semantic",
+                                    semantic=GOOD))  # fmt: skip
+    engine.open_session(SessionSpec("x", "c", PROMPT, GREEDY))
+    return engine
+
+
+def test_a_follow_up_that_fails_to_commit_fails_alone_and_the_block_is_sent_again(
+    target: TransformersTarget, target_model: Any
+) -> None:
+    """An SH follow-up is decided from its kept pass after the batch's passes are settled;
+    its commit raising threw the batch's other committed rounds out too."""
+    block = tuple((next_token(target_model, PROMPT) + 1 + j) % 64 for j in range(4))
+    backend = SecondCropFails(target)
+    engine = _sh_engine(backend)
+    first = _semantic_verify(engine, VerifyCall("sh", len(PROMPT), block))
+    assert first.hidden_request is not None
+    wanted = rows(-1.0, +1.0, -1.0, -1.0)[list(first.hidden_request)]
+    followup = VerifyCall("sh", len(PROMPT), block, payloads={DRAFT_HIDDEN: wanted})
+    engine.validate(followup, 16)
+    backend.armed = True
+    x, sh = engine.verify_batch([VerifyCall("x", len(PROMPT), block[:1]), followup])
+    assert isinstance(x, VerifyOutcome) and len(x.committed_token_ids) >= 1
+    assert isinstance(sh, RequestError) and (sh.code, sh.message) == (
+        ErrorCode.INTERNAL,
+        "verification failed after the target's pass: RuntimeError('crop failed')",
+    )
+    assert engine.session_tokens("sh") == PROMPT and engine.session_pending("sh") is None
+    backend.armed = False
+    reference = _sh_engine(target)
+    _semantic_verify(reference, VerifyCall("sh", len(PROMPT), block))
+    want = _semantic_verify(reference, followup)
+    again = _semantic_verify(engine, VerifyCall("sh", len(PROMPT), block))  # sent again
+    assert again.hidden_request == first.hidden_request
+    assert _semantic_verify(engine, followup).committed_token_ids == want.committed_token_ids
