@@ -40,21 +40,18 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--llamacpp-sequences",
         type=positive_int,
-        default=16,
         help="llamacpp: KV sequences, the most sessions holding a cache at once "
         "(max_sessions is capped to it; default 16)",
     )
     parser.add_argument(
         "--llamacpp-gpu-layers",
         type=int,
-        default=0,
         help="llamacpp: layers offloaded to a GPU, with a wheel built for one (docs/RUNTIME.md; "
         "default 0, the CPU only); the self-check at load judges the device that runs them",
     )
     parser.add_argument(
         "--llamacpp-context",
         type=positive_int,
-        default=2048,
         help="llamacpp: tokens per sequence, prompt + output + draft (default 2048; the KV "
         "memory is sequences × this)",
     )
@@ -68,13 +65,26 @@ class TargetChoice:
     llama: Any = None  # LlamaCppSettings for llamacpp*, else None
 
 
+LLAMACPP_DEFAULTS = {"llamacpp_sequences": 16, "llamacpp_gpu_layers": 0, "llamacpp_context": 2048}
+"""The ``--llamacpp-*`` flags' values when not given (llamacpp backends only)."""
+
+
 def target_choice(args: argparse.Namespace, target: str, threads: int | None) -> TargetChoice:
     """The backend and, for llama.cpp, its settings; a target that is no GGUF is a
-    :class:`~edgespec.models.registry.ModelNotFoundError` here, before anything loads."""
-    name = getattr(args, "backend", "transformers")
-    if name in TRANSFORMERS:
-        return TargetChoice(name)
+    :class:`~edgespec.models.registry.ModelNotFoundError` here, before anything loads. A
+    ``--llamacpp-*`` flag given with a transformers backend is refused (it did nothing: a
+    ``--llamacpp-sequences`` cap on sessions, ``--llamacpp-gpu-layers`` on a GPU)."""
     from edgespec.errors import UserInputError
+
+    name = getattr(args, "backend", "transformers")
+    given = [k for k in LLAMACPP_DEFAULTS if getattr(args, k, None) is not None]
+    if name in TRANSFORMERS:
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise UserInputError(f"{flag} is for --backend llamacpp or llamacpp-lossy, not {name}")
+        return TargetChoice(name)
+    llama = {k: d if getattr(args, k, None) is None else getattr(args, k)
+             for k, d in LLAMACPP_DEFAULTS.items()}  # fmt: skip
 
     if getattr(args, "device", None) not in (None, "cpu"):
         raise UserInputError(
@@ -83,18 +93,18 @@ def target_choice(args: argparse.Namespace, target: str, threads: int | None) ->
         )
     from edgespec.runtime.backends.llamacpp_context import LlamaCppSettings, model_file
 
-    if args.llamacpp_sequences < 2:
+    if llama["llamacpp_sequences"] < 2:
         raise UserInputError(
             f"--llamacpp-sequences must be >= 2 (the load-time self-check runs two), got "
-            f"{args.llamacpp_sequences}"
+            f"{llama['llamacpp_sequences']}"
         )
     settings = LlamaCppSettings(
         model_path=model_file(target),
-        sequences=args.llamacpp_sequences,
-        context_tokens=args.llamacpp_context,
+        sequences=llama["llamacpp_sequences"],
+        context_tokens=llama["llamacpp_context"],
         threads=threads,
         exact=name == "llamacpp",
-        gpu_layers=args.llamacpp_gpu_layers,
+        gpu_layers=llama["llamacpp_gpu_layers"],
     )
     return TargetChoice(name, settings)
 

@@ -66,6 +66,22 @@ def test_serve_backend_flags_choose_the_exact_or_the_lossy_configuration(tmp_pat
         target_choice(_serve_args("--backend", "llamacpp", "--llamacpp-gpu-layers", "-1"), gguf, 1)
 
 
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--llamacpp-sequences", "4"), ("--llamacpp-gpu-layers", "5"), ("--llamacpp-context", "99")],
+)
+@pytest.mark.parametrize("backend", ["transformers", "transformers-lossy"])
+def test_a_llamacpp_flag_is_refused_on_a_transformers_backend(
+    backend: str, flag: str, value: str
+) -> None:
+    """They were taken and ignored: an operator's --llamacpp-sequences cap on sessions did
+    nothing, --llamacpp-gpu-layers ran the target on the CPU."""
+    args = _serve_args("--backend", backend, flag, value)
+    with pytest.raises(UserInputError) as info:
+        target_choice(args, "gemma3-270m", None)
+    assert str(info.value) == f"{flag} is for --backend llamacpp or llamacpp-lossy, not {backend}"
+
+
 def test_the_loaded_target_caps_sessions_to_its_sequences() -> None:
     args = _serve_args("--backend", "llamacpp", "--llamacpp-sequences", "3",
                        "--llamacpp-context", "256")  # fmt: skip
