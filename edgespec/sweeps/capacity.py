@@ -17,7 +17,11 @@ from edgespec.config import ConfigError, apply_overrides
 from edgespec.config.errors import in_context
 from edgespec.errors import UserInputError
 from edgespec.metrics.types import SystemMetrics
-from edgespec.metrics.violation_rates import class_violation_rate, violation_rate
+from edgespec.metrics.violation_rates import (
+    class_violation_rate,
+    decided_violation_rate,
+    violation_rate,
+)
 from edgespec.policies.contracts import PolicyContractError
 from edgespec.sweeps.grid import Runner, named_at, override_text
 from edgespec.sweeps.progress import progress_bar
@@ -46,6 +50,21 @@ class ProbeStep:
 
     size: int = 1
     why: str = ""
+
+
+def overall_violation(count_sure_misses: bool = False) -> Violation:
+    """Every class's violation rate for Cap(τ) (:func:`violation_rate`, or with
+    ``count_sure_misses`` :func:`decided_violation_rate`); 1.0 when no request finished
+    within the run but some with a target were running, as :func:`class_violation` does
+    (an overloaded probe: the rate there is undefined, and the search went on only per
+    class). With no target anywhere the rate's own error stands."""
+    rate = decided_violation_rate if count_sure_misses else violation_rate
+
+    def violation(metrics: SystemMetrics) -> float:
+        running = sum(c.num_unfinished_with_target or 0 for c in metrics.slo_classes)
+        return 1.0 if metrics.num_requests == 0 and running else rate(metrics)
+
+    return violation
 
 
 def class_violation(slo_class: str, count_sure_misses: bool = False) -> Violation:

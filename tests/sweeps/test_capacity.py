@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from edgespec.config import ConfigError
 from edgespec.core.types import RequestRecord
 from edgespec.metrics import SystemMetrics, summarize
+from edgespec.metrics.types import SloClassStats
 from edgespec.metrics.violation_rates import class_violation_rate
 from edgespec.sweeps.capacity import capacity_search
 
@@ -140,6 +142,29 @@ def test_class_violation_counts_a_class_with_no_finished_request_as_violated() -
     metrics = metrics_with_violations(10, cls="gold")
     assert class_violation("gold")(metrics) == 0.1
     assert class_violation("silver")(metrics) == 1.0  # none of its requests finished
+
+
+def test_the_overall_rate_counts_a_probe_that_finished_nothing_as_violated() -> None:
+    """``sim --capacity`` without ``--slo-class`` stopped at an overloaded probe (no request
+    finished: the rate undefined) with "give the scenario slo_classes", where the search of
+    one class went on; both now take that probe as violated."""
+    from edgespec.sweeps.capacity import overall_violation
+
+    running = metrics_with_violations(0, total=0)
+    gold = SloClassStats("gold", 8.0, 0, 0, 0, None, num_unfinished_with_target=3)
+    nothing = dataclasses.replace(running, slo_classes=(gold,))  # 3 running, none finished
+    assert overall_violation()(nothing) == overall_violation(True)(nothing) == 1.0
+    assert overall_violation()(metrics_with_violations(10)) == 0.1
+    with pytest.raises(ValueError, match="none of the 0 completed requests has an SLO target"):
+        overall_violation()(running)  # no target anywhere: still undefined
+
+    def runner(scenario: dict[str, Any]) -> SystemMetrics:  # overloaded past 40: none finish
+        n = scenario["devices"]["count"]
+        return nothing if n > 40 else metrics_with_violations(min(100, max(0, n - 30)))
+
+    result = capacity_search(BASE, "devices.count", runner, epsilon=0.05, lo=1, hi=3000,
+                             violation=overall_violation(), progress=False)  # fmt: skip
+    assert result.capacity == 35
 
 
 def test_a_single_point_range_and_a_zero_lower_bound() -> None:

@@ -95,7 +95,6 @@ def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any,
     from rich.console import Console
 
     from edgespec.metrics.summary import plain, print_runs, setting
-    from edgespec.metrics.violation_rates import decided_violation_rate, violation_rate
     from edgespec.sim.commands.checks import (
         LateArrivalWarnings,
         check_class_measured,
@@ -103,9 +102,14 @@ def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any,
     )
     from edgespec.sim.commands.sweep import capacity_rerun_command, write_rerun
     from edgespec.sim.setup.cells import count_step
-    from edgespec.sweeps.capacity import ProbeStep, Violation, capacity_search, class_violation
+    from edgespec.sweeps.capacity import (
+        ProbeStep,
+        capacity_search,
+        class_violation,
+        overall_violation,
+    )
 
-    violation: Violation = decided_violation_rate if args.count_sure_misses else violation_rate
+    violation = overall_violation(args.count_sure_misses)
     if args.slo_class is not None:  # one that runs can measure, before any run
         check_class_measured(scenario, args.slo_class)
         violation = class_violation(args.slo_class, args.count_sure_misses)
