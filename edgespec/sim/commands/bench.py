@@ -178,11 +178,10 @@ def check_flags(args: argparse.Namespace) -> None:
             f"--straightforward sets fast_path=false, the override {given!r} sets it too: "
             "give one of them"
         )
-    if args.straightforward and args.handlers is not None:
-        raise UserInputError(
-            f"--straightforward times the reference handler set, --handlers {args.handlers} "
-            "names one: give one of them"
-        )
+    if args.handlers is not None and (args.straightforward or given is not None):
+        said = "--straightforward times the reference handler set" if args.straightforward \
+            else f"the override {given!r} chooses the path"  # fmt: skip
+        raise UserInputError(f"{said}, --handlers {args.handlers} names one: give one of them")
     if args.check and args.one_path:
         raise UserInputError(
             "--check compares with the other path, --one-path times only one: give one of them"

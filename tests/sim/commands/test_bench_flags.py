@@ -45,6 +45,11 @@ def test_a_profile_path_under_a_file_is_refused_before_the_benchmark(
             ["--check", "--one-path"],
             "--check compares with the other path, --one-path times only one: give one of them",
         ),
+        (  # fast was timed against fast, its rate reported as the reference's
+            ["--handlers", "fast", "fast_path=false"],
+            "the override 'fast_path=false' chooses the path, --handlers fast names one: give "
+            "one of them",
+        ),
         (  # the flag's fast_path=false silently replaced the override
             ["fast_path=true", "--straightforward"],
             "--straightforward sets fast_path=false, the override 'fast_path=true' sets it too: "
