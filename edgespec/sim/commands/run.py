@@ -267,10 +267,11 @@ def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path, roun
             f"--shards {args.shards}: the scenario has {len(run.shards)} cells, "
             f"so it ran as {len(run.shards)} shards"
         )
+    num_shards, workers = len(run.shards), min(args.workers, len(run.shards))  # as started
     console.print(
         f"{data.get('name', 'scenario')}: {plain(run.num_rounds)} rounds in "
-        f"{len(run.shards)} shards ({args.engine}, {args.workers} "
-        f"worker{'' if args.workers == 1 else 's'}), "
+        f"{num_shards} shard{'' if num_shards == 1 else 's'} ({args.engine}, {workers} "
+        f"worker{'' if workers == 1 else 's'}), "
         f"{plain(run.metrics.num_requests)} requests, {plain(run.metrics.duration_s, 6)} s "
         f"simulated in {fixed(wall_s, 2)} s wall → {out}",
         highlight=False, markup=False, soft_wrap=True,

@@ -144,12 +144,14 @@ def test_a_capacity_whose_lower_bound_violates_says_so(
     )
 
 
+@pytest.mark.parametrize(("workers", "said_workers"), [(1, "1 worker"), (3, "2 workers")])
 def test_a_sharded_run_writes_shards_json_and_names_engine_and_workers(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], workers: int, said_workers: str
 ) -> None:
+    """The workers said are those started: no more than the shards (it said 3 of 2)."""
     path = write(tmp_path, pinned(), name="pinned.yaml")
     out = tmp_path / "run"
-    args = ["sim", str(path), "duration_s=3", "--shards", "2", "--workers", "1"]
+    args = ["sim", str(path), "duration_s=3", "--shards", "2", "--workers", str(workers)]
     assert main([*args, *QUIET, "--out", str(out)]) == 0
     shards = json.loads((out / "shards.json").read_text())
     assert [sorted(s) for s in shards] == [["cells", "num_rounds", "wall_s"]] * 2
@@ -159,7 +161,7 @@ def test_a_sharded_run_writes_shards_json_and_names_engine_and_workers(
     said = printed(capsys)
     assert "so it ran as" not in said
     assert re.search(
-        rf"tiny: {rounds} rounds in 2 shards \(local, 1 worker\), "
+        rf"tiny: {rounds} rounds in 2 shards \(local, {said_workers}\), "
         rf"{metrics['num_requests']} requests, 3 s simulated in \d+\.\d\d s wall",
         said,
     )
