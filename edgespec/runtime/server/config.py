@@ -107,6 +107,11 @@ class ServerConfig:
         for cls, target in self.slo_classes.items():
             if (problem := token_speed_target_problem(target)) is not None:
                 raise ConfigError(f"slo_classes.{cls}", problem)
+        if self.deadline_rule != "pace" and all(t is None for t in self.slo_classes.values()):
+            why = "no class has a token-speed target to set deadlines from (none: no deadline)"
+            raise ConfigError("deadline_rule", f"{self.deadline_rule}: {why}",
+                              flag_message=f"{self.deadline_rule}: {why}; give --slo-class "
+                              "NAME=TOKENS_PER_S")  # fmt: skip
         if not 0 <= self.port <= 65535:
             raise ConfigError("port", f"must be in 0..65535 (0 = any free port), got {self.port}")
         if self.prometheus_port is not None and not 1 <= self.prometheus_port <= 65535:

@@ -72,14 +72,15 @@ def test_every_flag_reaches_the_server(served: Served, tmp_path: Path) -> None:
     args += ["--prometheus-port", "9100", "--auth-token", "a", "--auth-token", "b"]
     args += ["--deadline-rule", "token_speed", "--no-prefix-cache", "--threads", "3"]
     args += ["--draft", "ngram", "--window", "static", "--window-params", '{"gamma": 2}']
-    args += ["--round-log", str(log), "--slo-class", "gold=null", "--verbose"]
+    args += ["--round-log", str(log), "--slo-class", "gold=null", "--slo-class", "silver=4"]
+    args += ["--verbose"]
     assert main(args) == STOPPED
     assert served.calls == 1 and served.verbose
     c = served.config
     assert (c.target, c.host, c.port, c.prometheus_port) == ("m", "0.0.0.0", 7001, 9100)
     assert c.auth_tokens == ("a", "b")
     assert (c.deadline_rule, c.prefix_cache) == ("token_speed", False)
-    assert dict(c.slo_classes) == {"gold": None}
+    assert dict(c.slo_classes) == {"gold": None, "silver": 4.0}
     assert (served.draft, served.threads) == ("ngram", 3)
     assert served.window == StaticWindow(2)
     assert type(served.policy) is DecodesFirstBatching  # the server's default
@@ -170,6 +171,11 @@ def test_the_round_log_is_closed_when_the_server_fails(
         (  # was "must differ from port": the field's name, not its flag
             ["--prometheus-port", "50051"],
             "--prometheus-port: must differ from --port (the gRPC server's), got 50051",
+        ),
+        (  # was served, never used: deadlines come only from a class's target
+            ["--deadline-rule", "token_speed", "--slo-class", "best=none"],
+            "--deadline-rule: token_speed: no class has a token-speed target to set deadlines "
+            "from (none: no deadline); give --slo-class NAME=TOKENS_PER_S",
         ),
         (
             ["--fused-rounds", "cloud_only", "--cloud-only-draft-pass"],

@@ -11,8 +11,15 @@ from edgespec.runtime.server.config import ServerConfig
 
 
 def test_server_deadline_rule_and_prefix_cache() -> None:
-    cfg = from_dict(ServerConfig, {"deadline_rule": "token_speed", "prefix_cache": False})
+    given = {"deadline_rule": "token_speed", "prefix_cache": False, "slo_classes": {"g": 4.0}}
+    cfg = from_dict(ServerConfig, given)
     assert (cfg.deadline_rule, cfg.prefix_cache) == ("token_speed", False)
+    with pytest.raises(ConfigError) as info:  # a rule no deadline would ever come from
+        from_dict(ServerConfig, {**given, "slo_classes": {"g": None}})
+    assert str(info.value) == (
+        "config field 'deadline_rule': token_speed: no class has a token-speed target to set "
+        "deadlines from (none: no deadline)"
+    )
     assert (load_config(ServerConfig).deadline_rule, load_config(ServerConfig).prefix_cache) == (
         "pace",
         True,
