@@ -63,7 +63,8 @@ def check_draft_vocab(name: str, model: Any, target_vocab: int) -> None:
     """A :class:`~edgespec.config.ConfigError` at ``draft`` when the draft ``model``
     (``None``: prompt lookup, which takes any id) takes fewer token ids than the server's
     target has (:func:`draft_input_vocab`): the target's first token outside them would
-    crash the draft mid-output (``edgespec draft``, ``edgespec drafting-server``, and
+    crash the draft mid-output; or more: its first draft token outside the target's fails
+    the round, every round (``edgespec draft``, ``edgespec drafting-server``, and
     ``edgespec serve --draft``, which names the flag)."""
     from edgespec.config import ConfigError
 
@@ -73,6 +74,10 @@ def check_draft_vocab(name: str, model: Any, target_vocab: int) -> None:
     if num_ids < target_vocab:
         raise ConfigError("draft", f"{name} has a vocabulary of {num_ids} tokens, the server's "
                           f"target {target_vocab}: the draft must take every target token id "
+                          "(share the target's tokenizer)")  # fmt: skip
+    if num_ids > target_vocab:  # its first such draft token: INVALID_ARGUMENT, every round
+        raise ConfigError("draft", f"{name} has a vocabulary of {num_ids} tokens, the server's "
+                          f"target {target_vocab}: it would draft ids the target does not have "
                           "(share the target's tokenizer)")  # fmt: skip
 
 
@@ -89,10 +94,6 @@ def check_pair_vocab(draft_name: str, draft_model: Any, target_vocab: int) -> No
 
     if draft_model is None:
         return
-    try:
-        check_draft_vocab(draft_name, draft_model, target_vocab)
-    except ConfigError as exc:
-        raise UserInputError(f"--draft {exc.message}") from None
     num_ids = draft_input_vocab(draft_model)
     if num_ids > target_vocab:
         raise UserInputError(
@@ -100,6 +101,10 @@ def check_pair_vocab(draft_name: str, draft_model: Any, target_vocab: int) -> No
             f"{target_vocab}: it would draft ids the target does not have (share the "
             "target's tokenizer)"
         )
+    try:
+        check_draft_vocab(draft_name, draft_model, target_vocab)
+    except ConfigError as exc:
+        raise UserInputError(f"--draft {exc.message}") from None
 
 
 def make_drafter(

@@ -1,5 +1,6 @@
-"""``edgespec draft`` refuses a draft that takes fewer token ids than the server's target
-(``check_draft_vocab``, shared with ``edgespec drafting-server``): exit 2, one line, before
+"""``edgespec draft`` refuses a draft that takes fewer token ids than the server's target,
+or has more (``check_draft_vocab``, shared with ``edgespec drafting-server`` and ``serve
+--draft``): exit 2, one line, before
 any token is drafted, in every mode that loads the draft (``--compare`` and
 ``--serve-openai`` too; it used to print three tokens, then die with ``IndexError: index
 out of range in self``, or ``llama_decode failed with code -1`` on llama.cpp). A trimmed
@@ -145,3 +146,21 @@ def test_the_bundled_trimmed_draft_takes_every_gemma_target_id() -> None:
         draft = TrimmedVocabDraft(config)
     assert draft.num_kept == 8192
     assert draft_input_vocab(draft) == target["vocab_size"] == 262144
+
+
+def test_a_wider_draft_is_refused_before_any_token(
+    wide_server: ServerThread, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 256-token draft of the 128-token target: its first draft token past 127 was refused
+    by the server (INVALID_ARGUMENT) after the draft loaded, the run exit 1."""
+    directory = tmp_path / "wider"
+    tiny_llama(seed=5, vocab_size=2 * TARGET_VOCAB).save_pretrained(directory)
+    capsys.readouterr()  # the save's progress bar
+    assert main(_draft(wide_server, directory)) == 2
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert split_stages(out.err)[1] == [
+        f"edgespec draft: --draft: {directory} has a vocabulary of {2 * TARGET_VOCAB} tokens, "
+        f"the server's target {TARGET_VOCAB}: it would draft ids the target does not have "
+        "(share the target's tokenizer)"
+    ]
