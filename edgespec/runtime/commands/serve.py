@@ -197,6 +197,7 @@ async def _serve(
 ) -> int:
     """Load the target (and draft), serve until SIGINT or SIGTERM, then stop; the signal."""
     from edgespec.runtime.wire.grpc_server import start_server
+    from edgespec.runtime.wire.ports import host_port
 
     check_before_loading(config, draft_name)
     say = Stages("serve")
@@ -217,7 +218,9 @@ async def _serve(
 
             start_prometheus(config.prometheus_port, service.metrics, config.host)
         serving = _serving(config, window, head, choice)
-        print(f"edgespec serve: listening on {config.host}:{port} ({serving})", flush=True)
+        print(
+            f"edgespec serve: listening on {host_port(config.host, port)} ({serving})", flush=True
+        )
         return await signalled
     finally:
         await server.stop(1.0)

@@ -33,7 +33,7 @@ from edgespec.runtime.wire.fused_codec import fused_call_from_proto, fused_round
 from edgespec.runtime.wire.grpc_common import GRPC_STATUS, message_size_options, pb_grpc
 from edgespec.runtime.wire.grpc_limits import connection_options
 from edgespec.runtime.wire.logprob_codec import PROMPT, logprobs_to_proto
-from edgespec.runtime.wire.ports import ensure_port_free
+from edgespec.runtime.wire.ports import ensure_port_free, host_port
 from edgespec.runtime.wire.reply_size import check_first_reply
 from edgespec.runtime.wire.requests import decoded, generate_from_proto, lenient
 
@@ -247,7 +247,7 @@ async def start_server(service: VerificationService, port: int | None = None) ->
     server = grpc.aio.server(options=options)
     _add_servicer(_Servicer(service), server)
     wanted = config.port if port is None else port
-    address = f"{config.host}:{wanted}"
+    address = host_port(config.host, wanted)
     try:
         if config.tls_cert is not None and config.tls_key is not None:
             with open(config.tls_key, "rb") as key, open(config.tls_cert, "rb") as cert:

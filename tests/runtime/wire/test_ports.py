@@ -11,7 +11,8 @@ import pytest
 from edgespec.cli import main
 from edgespec.errors import UserInputError
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.wire.ports import PortInUseError, ensure_port_free
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
+from edgespec.runtime.wire.ports import PortInUseError, ensure_port_free, host_port
 from tests.runtime.conftest import start_server
 
 
@@ -56,3 +57,36 @@ def test_ensure_port_free(listener: int) -> None:
     ensure_port_free("127.0.0.1", free)
     with pytest.raises(UserInputError, match="^cannot listen on no-such-host.invalid:1234"):
         ensure_port_free("no-such-host.invalid", 1234)
+
+
+def _has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
+            sock.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+def test_an_ipv6_address_is_bracketed_for_grpc() -> None:
+    assert host_port("::1", 50051) == "[::1]:50051"
+    assert host_port("[::1]", 50051) == "[::1]:50051"
+    assert host_port("::", 0) == "[::]:0"
+    assert host_port("127.0.0.1", 7) == "127.0.0.1:7" and host_port("node-1", 7) == "node-1:7"
+
+
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback on this machine")
+@pytest.mark.parametrize("host", ["::1", "[::1]"])
+def test_a_server_listens_on_an_ipv6_host_and_answers_there(
+    target: TransformersTarget, host: str
+) -> None:
+    """``--host ::1`` passed the check before the model loaded, then failed to listen
+    (gRPC read ``::1:PORT`` as host ``::0.1.0.0``, port 443); ``[::1]`` failed the check."""
+    ensure_port_free(host, 0)
+    server = start_server(target, host=host)
+    try:
+        verifier = RemoteVerifier(f"[::1]:{server.port}", timeout_s=10.0)
+        assert verifier.vocab_size() == target.vocab_size
+        verifier.close_channel()
+    finally:
+        server.stop(grace_s=0)
