@@ -10,7 +10,7 @@ tokens' offsets count the echoed text before them."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.runtime.detokenize import IncrementalText
@@ -23,13 +23,15 @@ Offsets = Callable[[int, int], list[int]]
 """Where tokens ``start`` .. ``stop - 1`` begin in a text."""
 
 
-def echo_text(tokenizer: Any, prompt: Prompt) -> str:
-    """``echo``'s text: a text prompt as given, token ids decoded as the completion's text
-    is (:class:`IncrementalText`: special tokens such as ``<bos>`` not in it), so the
-    prompt's tokens' offsets (:func:`prompt_logprobs`) are in this text."""
-    if isinstance(prompt, str):
+def echo_text(tokenizer: Any, prompt: Prompt, prompt_ids: Sequence[int], scored: bool) -> str:
+    """``echo``'s text: the prompt's ids decoded as the completion's text is
+    (:class:`IncrementalText`: special tokens such as ``<bos>`` not in it), so the prompt's
+    tokens' offsets (:func:`prompt_logprobs`) are in this text; a text prompt as given
+    unless ``scored`` (``logprobs`` asked: a tokenizer that decodes its ids otherwise,
+    spaces say, put the offsets of its tokens off the given text)."""
+    if isinstance(prompt, str) and not scored:
         return prompt
-    return _decoded(tokenizer, cast(tuple[int, ...], prompt)).text
+    return _decoded(tokenizer, prompt_ids).text
 
 
 def _decoded(tokenizer: Any, token_ids: Sequence[int]) -> IncrementalText:
@@ -69,9 +71,11 @@ class PromptEcho:
         prompt_ids: Sequence[int],
         on_text: Callable[[str, ChoiceLogprobs | None], None],
     ) -> None:
-        self.text = echo_text(tokenizer, request.prompt) if request.echo else ""
-        self.logprobs: ChoiceLogprobs | None = None
         self.waits = request.echo and request.logprobs is not None
+        self.text = (
+            echo_text(tokenizer, request.prompt, prompt_ids, self.waits) if request.echo else ""
+        )
+        self.logprobs: ChoiceLogprobs | None = None
         self._tokenizer, self._prompt_ids, self._on_text = tokenizer, prompt_ids, on_text
         if request.echo and not self.waits:
             on_text(self.text, None)

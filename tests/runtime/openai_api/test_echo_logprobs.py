@@ -100,3 +100,16 @@ def test_max_tokens_0_scores_the_prompt_alone(
     status, error = _error(api, {"model": MODEL, "prompt": "w1", "max_tokens": 0, **mode})
     message = "max_tokens 0 returns the prompt alone: it needs echo: true"
     assert (status, error["param"], error["message"]) == (400, "max_tokens", message)
+
+
+def test_every_offset_of_an_echoed_text_prompt_indexes_the_text(client: Any) -> None:
+    """``w5   w6 w7`` (ids 5 6 7, decoded ``w5w6w7``): the echo was the prompt as typed, its
+    tokens' offsets (0, 2, 4) counted in ``w5w6w7``, the completion's in the typed text."""
+    out = client.completions.create(model=MODEL, prompt="w5   w6 w7", max_tokens=2, echo=True,
+                                    logprobs=0, temperature=0)  # fmt: skip
+    choice = out.choices[0]
+    assert choice.text.startswith("w5w6w7")
+    logprobs = choice.logprobs
+    assert logprobs is not None and len(logprobs.tokens) == 5
+    for token, offset in zip(logprobs.tokens, logprobs.text_offset, strict=True):
+        assert choice.text[offset:].startswith(token), (token, offset, choice.text)
