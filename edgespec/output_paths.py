@@ -67,6 +67,8 @@ def output_file(text: str) -> Path:
     file where one of its parent folders would be, is refused, and so is a folder that
     cannot take a file now (its nearest existing parent folder: :func:`check_writable`)."""
     path = Path(text)
+    if not text.strip():  # Path("") is ".", a folder
+        raise argparse.ArgumentTypeError("must not be empty: give a file name")
     with _unusable_path(text):
         if path.is_dir():
             raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")

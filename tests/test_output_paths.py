@@ -58,6 +58,9 @@ def test_a_file_where_a_folder_goes_and_a_folder_where_a_file_goes_are_refused(
         output_folder(str(file))
     with pytest.raises(argparse.ArgumentTypeError, match=r"is a folder; give a file name$"):
         output_file(str(tmp_path))
+    for empty in ("", " "):  # was " is a folder; give a file name" (Path("") is ".")
+        with pytest.raises(argparse.ArgumentTypeError, match=r"^must not be empty: give a file"):
+            output_file(empty)
     for check in (output_folder, output_file):
         with pytest.raises(argparse.ArgumentTypeError, match=rf": {file} is a file, not a folder$"):
             check(str(file / "below" / "x.json"))
