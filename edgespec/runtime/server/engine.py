@@ -139,7 +139,7 @@ class VerificationEngine(SessionTable):
                 results[index] = self._guarded(s, partial(self._settle, s, c, item, out, part))
             for index, s, c in followups:
                 results[index] = self._guarded(s, partial(self._decide_followup, s, c))
-            self._enforce_budget()
+            self._enforce_budget({c.session_id for _, _, c, *_ in live})
         return results
 
     def _guarded(self, s: EngineSession, settle: Callable[[], _Result]) -> _Result:

@@ -203,12 +203,13 @@ class SessionTable:
         if s.kv is not None or stored_rows(s):
             self._lru[s.spec.session_id] = None
 
-    def _enforce_budget(self) -> None:
+    def _enforce_budget(self, ran: Collection[str] = ()) -> None:
         """Evict the oldest sessions' KV and kept hidden rows (a row a token) while the
         sessions in the LRU hold more tokens than the budget; those between the parts of a
-        prefill in parts last (:func:`~.prefill_parts.eviction_order`)."""
+        prefill in parts last, those of the batch just run (``ran``) among them last of all
+        (:func:`~.prefill_parts.eviction_order`)."""
         total = sum(held_tokens(self._sessions[sid]) for sid in self._lru)
-        for sid in eviction_order(self._lru, self._sessions):
+        for sid in eviction_order(self._lru, self._sessions, ran):
             if total <= self._budget:
                 break
             del self._lru[sid]

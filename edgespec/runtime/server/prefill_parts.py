@@ -20,9 +20,10 @@ cached pass), so the verdict and the committed tokens are the same.
 A verification in parts must be able to finish: it is split only when its whole context
 (and, for a ``return_hidden`` session, a row for each of its positions) fits the KV budget;
 one that does not is one pass, as without parts. Between its passes the session's KV is in
-the budget's LRU, but evicted last and, among sessions between parts, the one with the
-fewest tokens first (:func:`eviction_order`), so the one that has come furthest finishes
-even when several long prompts arrive at once; an evicted one starts its parts again. A
+the budget's LRU, but evicted last and, among sessions between parts, those the last batch
+left out first, then the one with the fewest tokens (:func:`eviction_order`), so the one
+that has come furthest finishes even when several long prompts arrive at once, and one
+waiting does not starve the batch's; an evicted one starts its parts again. A
 ``return_hidden`` session's hidden rows of the parts are kept with its KV (counted against
 the budget, a row a token), and its last pass is seen as the one pass over all its context
 it replaces (:func:`merge_kept_rows`), so its reply carries the rows an unsplit pass's
@@ -32,7 +33,7 @@ prompt's log-probabilities is scored in parts (:mod:`.prompt_logprobs`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -118,13 +119,19 @@ def merge_kept_rows(
     return whole, replace(out, hidden=np.concatenate([kept, out.hidden]))
 
 
-def eviction_order(lru: Iterable[str], sessions: Mapping[str, EngineSession]) -> list[str]:
+def eviction_order(
+    lru: Iterable[str], sessions: Mapping[str, EngineSession], ran: Collection[str] = ()
+) -> list[str]:
     """The LRU's sessions in the order the budget evicts them: the sessions between
-    verifications oldest first, then those between the parts of one, fewest KV tokens first
-    (the one furthest on is kept longest, so one always finishes)."""
+    verifications oldest first, then those between the parts of one: first those the batch
+    just run (``ran``) left out, then fewest KV tokens first (the one furthest on is kept
+    longest, so one always finishes). A session waiting with most of its context cached
+    kept every batch's parts out of the budget while its own pass did not fit beside
+    theirs: no session advanced; the batch's oldest entry (which FCFS and decodes-first
+    always take) now keeps its parts until it is done."""
     ids = list(lru)
     in_parts = sorted(
         (sid for sid in ids if sessions[sid].prefill_start is not None),
-        key=lambda sid: sessions[sid].kv_len,
+        key=lambda sid: (sid in ran, sessions[sid].kv_len),
     )
     return [sid for sid in ids if sessions[sid].prefill_start is None] + in_parts

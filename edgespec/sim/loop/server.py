@@ -102,11 +102,13 @@ class ReferenceLoop(DeviceLoop):
             )
         )
         depth = len(server.queue)  # reported with the verdict (the loop leaves it alone)
+        server.running = frozenset(s.index for s in batch)  # kept longest between parts
         for s in batch:
             if server.part_tokens is not None and requeue_part(s, server):  # decided later
                 continue
             self._verdict(s, server, t, start, depth, len(batch))
             state.num_rounds += 1
+        server.running = frozenset()
         if server.queue and not server.dispatch_pending:
             server.dispatch_pending = True
             self.q.push(t, DISPATCH, server.server_id, server)

@@ -14,7 +14,7 @@ class KvStore:
     within ``kv_budget`` tokens; ``prefix_cache`` False (SLED): nothing kept between
     verifications."""
 
-    __slots__ = ("in_parts", "kv", "kv_budget", "kv_total", "prefix_cache")
+    __slots__ = ("in_parts", "kv", "kv_budget", "kv_total", "prefix_cache", "running")
 
     def __init__(self, kv_budget: int, prefix_cache: bool) -> None:
         self.kv_budget = kv_budget
@@ -23,6 +23,9 @@ class KvStore:
         self.kv_total = 0
         # the sessions between the parts of one verification (a prefill in parts)
         self.in_parts: set[int] = set()
+        # the sessions of the batch whose passes are being stored (evicted last among those
+        # between parts: server/prefill_parts.eviction_order)
+        self.running: frozenset[int] = frozenset()
 
     def cached_tokens(self, session_index: int) -> int:
         """KV tokens resident for a session (0: never verified here, or evicted)."""
@@ -51,8 +54,11 @@ class KvStore:
         kv[session_index] = num_tokens  # re-inserted: now the most recently used
         while self.kv_total > self.kv_budget and kv:
             victim = next(iter(kv))  # the least recently used ...
-            if in_parts:  # ... between verifications, else the fewest tokens between parts
-                victim = next((i for i in kv if i not in in_parts), min(kv, key=kv.__getitem__))
+            if in_parts:  # ... between verifications, else between parts: the batch's last,
+                running = self.running  # then the fewest tokens
+                victim = next((i for i in kv if i not in in_parts), -1)
+                if victim < 0:
+                    victim = min(kv, key=lambda i: (i in running, kv[i]))
             self.kv_total -= kv.pop(victim)
             in_parts.discard(victim)
 

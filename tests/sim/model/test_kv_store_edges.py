@@ -81,6 +81,19 @@ def test_sessions_between_prefill_parts_are_evicted_last_fewest_tokens_first() -
     assert (server.in_parts, server.kv_total) == ({0}, 20)
 
 
+def test_between_parts_the_sessions_the_batch_left_out_go_first() -> None:
+    """As the real server (server/prefill_parts.eviction_order): a session far on but not
+    in the batch kept every batch's parts out of the budget, and none advanced."""
+    server = _server(60)
+    server.store_part(0, 48)  # waiting, most of its context cached
+    server.running = frozenset({1})  # the batch being stored: session 1's part
+    server.store_part(1, 15)  # 63: session 0 goes, though it has more tokens
+    assert (server.kv, server.in_parts) == ({1: 15}, {1})
+    server.running = frozenset()
+    server.store_part(0, 48)  # 63 again, none running: the fewest tokens go, as before
+    assert server.kv == {0: 48}
+
+
 def test_without_a_prefix_cache_a_parts_kv_lasts_until_its_last_pass() -> None:
     server = _server(100, prefix_cache=False)
     server.store_part(0, 30)
