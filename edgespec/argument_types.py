@@ -217,3 +217,23 @@ def _float(text: str) -> float:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` is no valid Unicode text (``None``: it is): a command line or input line
+    that was not UTF-8 reaches Python with each bad byte as a lone surrogate (U+DC80..
+    U+DCFF, ``surrogateescape``), which a tokenizer refuses with a TypeError."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(text[exc.start])
+        what = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
+        return f"is not valid UTF-8 text ({what} at character {exc.start})"
+    return None
+
+
+def utf8_text(text: str) -> str:
+    """Text a tokenizer can read (``--prompt``, ``--system``): :func:`text_problem`."""
+    if (problem := text_problem(text)) is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from edgespec.argument_types import positive_int, token_ids
+from edgespec.argument_types import positive_int, token_ids, utf8_text
 from edgespec.arguments import add_device_arguments, add_threads_and_cpus, add_verbose
 from edgespec.output_paths import output_file
 from edgespec.runtime.commands.draft_chat import add_chat_arguments
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "or a .gguf file; chains, with --lookup optionally)",
     )
     prompt = parser.add_mutually_exclusive_group(required=True)
-    prompt.add_argument("--prompt", help="prompt text (needs a tokenizer)")
+    prompt.add_argument("--prompt", type=utf8_text, help="prompt text (needs a tokenizer)")
     prompt.add_argument("--prompt-ids", type=token_ids, help="comma-separated prompt token ids")
     prompt.add_argument(
         "--serve-openai",

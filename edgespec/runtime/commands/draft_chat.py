@@ -11,6 +11,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
+from edgespec.argument_types import utf8_text
 from edgespec.errors import UserInputError
 from edgespec.runtime.commands.draft_context import ContextBudget
 from edgespec.runtime.openai_api.messages import Message
@@ -29,7 +30,10 @@ def add_chat_arguments(parser: argparse.ArgumentParser) -> None:
         "/v1/chat/completions does); the reply ends at the template's end of turn",
     )
     parser.add_argument(
-        "--system", metavar="TEXT", help="with --chat or --interactive: a system message first"
+        "--system",
+        metavar="TEXT",
+        type=utf8_text,
+        help="with --chat or --interactive: a system message first",
     )
     parser.add_argument(
         KWARG_FLAG,

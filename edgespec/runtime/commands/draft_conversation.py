@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from edgespec.argument_types import text_problem
 from edgespec.runtime.commands.draft_chat import conversation_ids, opening
 from edgespec.runtime.commands.draft_context import ContextBudget
 from edgespec.runtime.commands.draft_run import DraftRun, Outcome
@@ -33,7 +34,9 @@ def turns(lines: Any = None) -> Iterator[str]:
         line = source.readline()
         if not line:
             return
-        if line.strip():
+        if (problem := text_problem(line)) is not None:  # that line only; the talk goes on
+            print(f"edgespec draft: --interactive: the line {problem}", file=sys.stderr)
+        elif line.strip():
             yield line.rstrip("\n")
 
 
