@@ -26,6 +26,28 @@ def server_address_problem(address: str) -> str | None:
     return None
 
 
+def auth_token_problem(token: str) -> str | None:
+    """Why ``token`` cannot travel as ``authorization: Bearer TOKEN`` gRPC metadata (``None``:
+    it can): empty, spaces around it (the server strips what it reads, so it never matched
+    one configured with them), or a character that is no printable ASCII (a newline: the
+    client's call failed INTERNAL, "Invalid metadata"). One rule for ``serve``'s tokens and
+    every client's ``--auth-token``."""
+    if not token.strip():
+        return "is empty: give a secret, or no auth token at all for a server without auth"
+    if token != token.strip():
+        return "has spaces around it, which the server strips from what a client sends"
+    if bad := next((c for c in token if not " " <= c <= "~"), None):
+        return f"holds {bad!r}: a token is printable ASCII (it travels in a gRPC header)"
+    return None
+
+
+def auth_token(text: str) -> str:
+    """An ``--auth-token`` flag's token (:func:`auth_token_problem`)."""
+    if (problem := auth_token_problem(text)) is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
 def server_address(text: str) -> str:
     """A ``--server`` flag's ``host:port`` (:func:`server_address_problem`)."""
     if (problem := server_address_problem(text)) is not None:

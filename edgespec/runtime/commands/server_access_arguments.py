@@ -8,14 +8,16 @@ from __future__ import annotations
 import argparse
 
 from edgespec.runtime.edge.config_access import NAME_NEEDS_CA
-from edgespec.server_access_types import ca_file, tls_server_name
+from edgespec.server_access_types import auth_token, ca_file, tls_server_name
 
 
 def add_server_access_arguments(parser: argparse._ActionsContainer) -> None:
     """``--auth-token``, ``--tls-ca`` and ``--tls-server-name``, on ``parser`` or one of
     its argument groups."""
     parser.add_argument(
-        "--auth-token", help="token the server accepts (one of its --auth-token; default: none)"
+        "--auth-token",
+        type=auth_token,
+        help="token the server accepts (one of its --auth-token; default: none)",
     )
     parser.add_argument(
         "--tls-ca",

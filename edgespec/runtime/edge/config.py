@@ -26,6 +26,7 @@ from edgespec.runtime.edge.config_sampling import (
     check_stops,
 )
 from edgespec.runtime.edge.session_ids import config_client_id_problem
+from edgespec.server_access_types import auth_token_problem
 
 if TYPE_CHECKING:
     from edgespec.runtime.edge.semantic import SemanticRequest
@@ -119,6 +120,8 @@ class DrafterConfig:
     channel_rtt_ms: float | None = None
 
     def validate(self) -> None:
+        if self.auth_token is not None and (problem := auth_token_problem(self.auth_token)):
+            raise ConfigError("auth_token", problem)
         for name in ("link_rtt_ms", "link_jitter_ms", "link_bandwidth_mbps"):
             value = getattr(self, name)
             problem = None if value is None else link_setting_problem(name, value)

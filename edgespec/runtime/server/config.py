@@ -16,6 +16,7 @@ from edgespec.config import ConfigError, PolicySpec
 from edgespec.policies.semantic.head import THRESHOLD_STEPS
 from edgespec.policies.slo import DeadlineRule, token_speed_target_problem
 from edgespec.runtime.edge.config import MAX_MESSAGE_BYTES
+from edgespec.server_access_types import auth_token_problem
 
 MIN_SESSION_TIMEOUT_S = 0.01
 """The shortest ``session_timeout_s``: the server looks for idle sessions every quarter of
@@ -99,11 +100,8 @@ class ServerConfig:
             raise ConfigError("cloud_only_draft_pass", f"needs fused_rounds {got}",
                               flag_message=f"needs --fused-rounds {got}")  # fmt: skip
         for i, token in enumerate(self.auth_tokens):
-            if not token.strip():
-                raise ConfigError(
-                    f"auth_tokens[{i}]",
-                    "is empty: give a secret, or no auth token at all for a server without auth",
-                )
+            if (problem := auth_token_problem(token)) is not None:
+                raise ConfigError(f"auth_tokens[{i}]", problem)
         for cls, target in self.slo_classes.items():
             if (problem := token_speed_target_problem(target)) is not None:
                 raise ConfigError(f"slo_classes.{cls}", problem)

@@ -3,6 +3,8 @@ with the field it names and the exact message; the edge values just inside are k
 
 from __future__ import annotations
 
+import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import pytest
 from edgespec.config import ConfigError, from_dict
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.server.config import ServerConfig, check_tls_pair
+from edgespec.server_access_types import auth_token
 
 
 def _server_error(data: dict[str, Any]) -> str:
@@ -93,6 +96,25 @@ def test_auth_tokens_name_the_blank_one() -> None:
         "config field 'auth_tokens[1]': is empty: give a secret, or no auth token at all for "
         "a server without auth"
     )
+
+
+@pytest.mark.parametrize(
+    ("token", "problem"),
+    [
+        (" tokS", "has spaces around it, which the server strips from what a client sends"),
+        ("t\nx", "holds '\\n': a token is printable ASCII (it travels in a gRPC header)"),
+        ("clé", "holds 'é': a token is printable ASCII (it travels in a gRPC header)"),
+    ],
+)
+def test_a_token_no_client_could_present_is_refused(token: str, problem: str) -> None:
+    """' tokS' was served and every client sending it refused (the server strips what it
+    reads); a newline failed the client's call INTERNAL ('Invalid metadata')."""
+    assert _server_error({"auth_tokens": ["good", token]}) == (
+        f"config field 'auth_tokens[1]': {problem}"
+    )
+    with pytest.raises(argparse.ArgumentTypeError, match=re.escape(problem)):
+        auth_token(token)
+    assert auth_token("a b") == "a b"  # inner spaces travel
 
 
 def test_slo_classes_allow_null_and_name_the_class() -> None:
