@@ -22,3 +22,12 @@ def save_pair_models(root: Path) -> Path:
     prompts = [{"prompt": f"w5 w{9 + i} w7 w5"} for i in range(2)]
     (root / "p.jsonl").write_text("".join(json.dumps(p) + "\n" for p in prompts))
     return root
+
+
+PAIR_VOCAB_REFUSALS = [
+    ("wide", "--draft wide has a vocabulary of 96 tokens, the target 48: it would draft ids "
+     "the target does not have (share the target's tokenizer)"),
+    ("narrow", "--draft narrow has a vocabulary of 32 tokens, the server's target 48: the "
+     "draft must take every target token id (share the target's tokenizer)"),
+]  # fmt: skip
+"""(draft folder, the one-line refusal) for the pair commands given ``wide`` or ``narrow``."""

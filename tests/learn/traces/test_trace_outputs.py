@@ -15,7 +15,7 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.learn.traces.records import read_trace
-from tests.models.pair_dirs import save_pair_models
+from tests.models.pair_dirs import PAIR_VOCAB_REFUSALS, save_pair_models
 
 
 @pytest.fixture(scope="module")
@@ -28,15 +28,7 @@ def _trace(root: Path, draft: str, *more: str) -> int:
     return main([*args, "--max-new-tokens", "6", "--threads", "1", *more])
 
 
-@pytest.mark.parametrize(
-    ("draft", "message"),
-    [
-        ("wide", "--draft wide has a vocabulary of 96 tokens, the target 48: it would draft "
-         "ids the target does not have (share the target's tokenizer)"),
-        ("narrow", "--draft narrow has a vocabulary of 32 tokens, the server's target 48: the "
-         "draft must take every target token id (share the target's tokenizer)"),
-    ],
-)  # fmt: skip
+@pytest.mark.parametrize(("draft", "message"), PAIR_VOCAB_REFUSALS)
 def test_a_draft_of_another_vocabulary_is_refused_once_loaded(
     models: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
     draft: str, message: str,
