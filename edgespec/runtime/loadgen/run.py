@@ -255,6 +255,7 @@ class LoadRun:
                 for worker in list(self._workers.values()):
                     worker.proc.kill()
                     self._retire(worker, self._tally.drained)
+                last_end = now  # the run's span: nothing finished may have set it
                 break
             if now - last_report >= PROGRESS_EVERY_S:
                 last_report = now

@@ -163,5 +163,7 @@ def test_a_request_running_at_the_drains_end_is_lost_and_its_session_closed(
     assert outcome.lost == (
         ("0a1b2c3d.client-001.0.0", "still running 0.5 s after the arrivals ended"),
     )
+    # the report's window is the arrivals' span (it was ~0: "goodput over 0.000000001 s")
+    assert outcome.end_s == outcome.arrivals_end_s > outcome.start_s
     with access.connected() as verifier:
         assert verifier.stats().num_sessions == 0
