@@ -121,11 +121,12 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
         header = headers[0] if headers else ""
         if not header:
             raise RequestError(ErrorCode.UNAUTHENTICATED, "missing auth token")
-        if not header.startswith("Bearer "):
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() != "bearer":  # a scheme is case-insensitive (RFC 7235 2.1)
             raise RequestError(
                 ErrorCode.UNAUTHENTICATED, "authorization metadata must be 'Bearer <token>'"
             )
-        token: str = header.removeprefix("Bearer ").strip()
+        token: str = given.strip()
         if token not in self._tokens:
             raise RequestError(ErrorCode.UNAUTHENTICATED, "invalid auth token")
         return token

@@ -53,6 +53,8 @@ def test_auth_tokens(make_server: ServerFactory) -> None:
         grpc.StatusCode.UNAUTHENTICATED,
         "authorization metadata must be 'Bearer <token>'",
     )
+    for scheme in ("bearer", "BEARER"):  # refused before: a scheme is case-insensitive
+        stub.Stats(pb.StatsRequest(), metadata=(("authorization", f"{scheme} alpha-secret"),))
     twice = (("authorization", "Bearer wrong"), ("authorization", "Bearer alpha-secret"))
     with pytest.raises(grpc.RpcError) as info:  # the last one was taken
         stub.Stats(pb.StatsRequest(), metadata=twice)
