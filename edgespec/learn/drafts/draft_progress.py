@@ -66,6 +66,11 @@ def on_step(console: Any, update: Update, budget_s: float | None) -> StepProgres
     return step_done
 
 
+def shown(agreement: float, digits: int) -> str:
+    """A drafting step's top-1 agreement as said, ``-`` for a step without a position."""
+    return "-" if math.isnan(agreement) else f"{agreement:.{digits}f}"
+
+
 def on_feature_step(
     console: Any, update: Update, budget_s: float | None
 ) -> Callable[[int, int, float, list[float]], None]:
@@ -74,8 +79,7 @@ def on_feature_step(
     pace = Pace(budget_s)
 
     def step_done(step: int, total: int, loss: float, agreement: list[float]) -> None:
-        shown = ("-" if math.isnan(a) else f"{a:.2f}" for a in agreement)  # no position there
-        info = f"loss {loss:.3f} top-1 " + " ".join(shown)
+        info = f"loss {loss:.3f} top-1 " + " ".join(shown(a, 2) for a in agreement)
         update(completed=step, total=total, info=info, ends_at=pace.ends_at(total - step))
         if not console.is_terminal and step % 100 == 0:
             console.print(f"step {step}/{total}: {info}")

@@ -160,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.learn.drafts import feature_train as ft
     from edgespec.learn.drafts import feature_training as training
     from edgespec.learn.drafts.checkpoint import check_resumable
+    from edgespec.learn.drafts.draft_progress import shown
     from edgespec.learn.drafts.feature_record import record_features_folder
 
     shards = _checked_folders(args)
@@ -189,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
         f"training on {len(train)} sequences ({positions} positions), {len(val)} held out"
     )
     steps, agreement = training.train_and_save(console, args, net, (train, val), settings, holdout)
-    per_step = ", ".join(f"step {i + 1}: {ft.shown(a, 3)}" for i, a in enumerate(agreement))
+    per_step = ", ".join(f"step {i + 1}: {shown(a, 3)}" for i, a in enumerate(agreement))
     console.print(f"{steps} steps; held-out top-1 agreement {per_step}; saved to {args.out}")
     return 0
 

@@ -178,11 +178,6 @@ def check_trainable(
         )
 
 
-def shown(agreement: float, digits: int) -> str:
-    """A step's top-1 agreement as said, ``-`` for a step without a position."""
-    return "-" if math.isnan(agreement) else f"{agreement:.{digits}f}"
-
-
 def _batch(
     net: FeatureDraftNet, seqs: Sequence[FeatureSequence]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:

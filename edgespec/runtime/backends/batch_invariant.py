@@ -230,6 +230,9 @@ def _row_chunked(left: torch.Tensor, right: torch.Tensor, multiple: int) -> torc
     groups one [G·multiple, K] matrix, so no product's row count depends on the pass's
     longest block (a CPU's GEMM may pick its kernel by it: head_dim 256 on AVX-512)."""
     *lead, groups, rows, inner = left.shape
+    if rows == multiple:  # one chunk (a decode pass's): its product, no copy into ``out``
+        product = torch.matmul(left.reshape(*lead, groups * rows, inner), right.squeeze(-3))
+        return product.reshape(*lead, groups, rows, -1)
     out = left.new_empty((*lead, groups, rows, right.shape[-1]))
     for first in range(0, rows, multiple):
         chunk = left[..., first : first + multiple, :].reshape(*lead, groups * multiple, inner)

@@ -59,52 +59,49 @@ def draft_input_vocab(model: Any) -> int:
     return int(model.get_input_embeddings().num_embeddings)
 
 
+def draft_vocab_problem(
+    name: str, num_ids: int, target_vocab: int, target: str = "the server's target"
+) -> str | None:
+    """Why a draft taking ``num_ids`` token ids does not pair with a target of
+    ``target_vocab`` (``None``: it does): fewer (the target's first token outside them
+    would crash the draft mid-output) or more (its first draft token outside the target's
+    fails the round, every round). ``target``: how the wider case names the target."""
+    if num_ids < target_vocab:
+        return (f"{name} has a vocabulary of {num_ids} tokens, the server's target "
+                f"{target_vocab}: the draft must take every target token id (share the "
+                "target's tokenizer)")  # fmt: skip
+    if num_ids > target_vocab:
+        return (f"{name} has a vocabulary of {num_ids} tokens, {target} {target_vocab}: it "
+                "would draft ids the target does not have (share the target's "
+                "tokenizer)")  # fmt: skip
+    return None
+
+
 def check_draft_vocab(name: str, model: Any, target_vocab: int) -> None:
     """A :class:`~edgespec.config.ConfigError` at ``draft`` when the draft ``model``
-    (``None``: prompt lookup, which takes any id) takes fewer token ids than the server's
-    target has (:func:`draft_input_vocab`): the target's first token outside them would
-    crash the draft mid-output; or more: its first draft token outside the target's fails
-    the round, every round (``edgespec draft``, ``edgespec drafting-server``, and
-    ``edgespec serve --draft``, which names the flag)."""
+    (``None``: prompt lookup, which takes any id) does not pair with the server's target
+    (:func:`draft_vocab_problem` of :func:`draft_input_vocab`: ``edgespec draft``,
+    ``edgespec drafting-server``, and ``edgespec serve --draft``, which names the flag)."""
     from edgespec.config import ConfigError
 
-    if model is None:
-        return
-    num_ids = draft_input_vocab(model)
-    if num_ids < target_vocab:
-        raise ConfigError("draft", f"{name} has a vocabulary of {num_ids} tokens, the server's "
-                          f"target {target_vocab}: the draft must take every target token id "
-                          "(share the target's tokenizer)")  # fmt: skip
-    if num_ids > target_vocab:  # its first such draft token: INVALID_ARGUMENT, every round
-        raise ConfigError("draft", f"{name} has a vocabulary of {num_ids} tokens, the server's "
-                          f"target {target_vocab}: it would draft ids the target does not have "
-                          "(share the target's tokenizer)")  # fmt: skip
+    if model is not None and (
+        problem := draft_vocab_problem(name, draft_input_vocab(model), target_vocab)
+    ):
+        raise ConfigError("draft", problem)
 
 
 def check_pair_vocab(draft_name: str, draft_model: Any, target_vocab: int) -> None:
     """A :class:`~edgespec.errors.UserInputError` naming ``--draft`` and both sizes when the
     loaded draft ``draft_model`` (``None``: prompt lookup, which proposes the prompt's own
-    ids) takes fewer token ids than the target's ``target_vocab`` (:func:`check_draft_vocab`:
-    the target's first token outside them would crash the draft) or proposes more (ids the
-    target does not have: its first such draft token fails verification). The learning
+    ids) does not pair with the target (:func:`draft_vocab_problem`). The learning
     commands that run a pair themselves (``trace``, ``calibrate``, ``profile``,
     ``train wisv-data``) call it once both are loaded, before any work: they had ended in a
     traceback, some after minutes of it."""
-    from edgespec.config import ConfigError
-
     if draft_model is None:
         return
     num_ids = draft_input_vocab(draft_model)
-    if num_ids > target_vocab:
-        raise UserInputError(
-            f"--draft {draft_name} has a vocabulary of {num_ids} tokens, the target "
-            f"{target_vocab}: it would draft ids the target does not have (share the "
-            "target's tokenizer)"
-        )
-    try:
-        check_draft_vocab(draft_name, draft_model, target_vocab)
-    except ConfigError as exc:
-        raise UserInputError(f"--draft {exc.message}") from None
+    if problem := draft_vocab_problem(draft_name, num_ids, target_vocab, "the target"):
+        raise UserInputError(f"--draft {problem}")
 
 
 def make_drafter(

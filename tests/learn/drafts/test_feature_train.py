@@ -13,6 +13,7 @@ from edgespec.datasets.prompts import Prompt
 from edgespec.errors import UserInputError
 from edgespec.learn.drafts import feature_train as ft
 from edgespec.learn.drafts.distill_data import GenerationSettings, generate_distillation_data
+from edgespec.learn.drafts.draft_progress import shown
 from edgespec.models.feature_draft import (
     FeatureDraftConfig,
     FeatureDraftNet,
@@ -210,7 +211,7 @@ def test_a_step_past_a_batchs_sequences_adds_nothing_and_is_said_as_none() -> No
     assert not any(math.isnan(a) for a in held)
     alone = ft.evaluate(net, _sequences(*[4] * 8, 7)[8:], settings)
     assert held[3:] == alone[3:]
-    assert [ft.shown(a, 3) for a in (0.5, math.nan)] == ["0.500", "-"]
+    assert [shown(a, 3) for a in (0.5, math.nan)] == ["0.500", "-"]
 
 
 def test_steps_past_the_longest_training_sequence_are_refused() -> None:
