@@ -5,13 +5,16 @@ A folder named by ``--out`` that already holds files a run writes (:data:`RUN_FI
 refused, naming them, unless ``--overwrite`` is given; then exactly those files are removed
 first, so no plot, record file or summary of the earlier run is left beside the new one
 (``--no-plots`` or a run without ``--rounds`` would otherwise keep the old ones). Other
-files in the folder are never touched. The default folder is new: when two runs of one
-scenario start in the same second, the second gets ``-2`` and so on.
+files in the folder are never touched. The default folder is new, and made when it is
+claimed, by an exclusive ``mkdir``: when two runs of one scenario start in the same second
+(two processes), the second gets ``-2`` and so on, and neither can write into or remove
+the other's.
 
 :func:`made_run_folder` then makes the folder before the first run (a sweep's, a capacity
 search's or a sharded run's too), so that a folder that cannot be made or written fails at
 once, not after every run has finished; when the command fails, it removes what it made
-that is still empty, so a failed run leaves no folder behind.
+(and the default folder its claim made) that is still empty, so a failed run leaves no
+folder behind.
 
 The scenario's ``name`` names that default folder, so it must be one plain folder name
 (:func:`check_run_name`): the scenario checks it when it is validated, and
@@ -57,22 +60,46 @@ RUN_FILES = (
 
 def claim_run_folder(out: Path | None, name: str, overwrite: bool, stamp: str) -> Path:
     """The folder this run writes: ``out`` when it holds no earlier run's files (or
-    ``overwrite``: those files removed now); without ``out`` a new ``runs/<name>-<stamp>``
-    (``-2``, ``-3`` ... when taken). Nothing is created here (the run makes the folder when
-    it writes). A ``name`` that is not one plain folder name is refused
+    ``overwrite``: those files removed now; nothing is created); without ``out`` a new
+    ``runs/<name>-<stamp>`` (``-2``, ``-3`` ... when taken), made now
+    (:func:`_reserved`). A ``name`` that is not one plain folder name is refused
     (:func:`check_run_name`)."""
     check_run_name(name)
-    return claim_folder(out, Path("runs") / f"{name}-{stamp}", RUN_FILES, overwrite)
+    if out is not None or overwrite:  # overwrite without out: refused there
+        return claim_folder(out, Path("runs") / f"{name}-{stamp}", RUN_FILES, overwrite)
+    return _reserved(Path("runs") / f"{name}-{stamp}")
+
+
+def _reserved(default: Path) -> Path:
+    """``default``, or ``default-2``, ``-3`` ... while taken, made by an exclusive
+    ``mkdir`` (its parents as needed), so that no other run (another process claiming in
+    the same second) gets the same folder."""
+    count = 1
+    folder = default
+    for _ in range(10_000):
+        try:
+            default.parent.mkdir(parents=True, exist_ok=True)
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            count += 1
+            folder = default.with_name(f"{default.name}-{count}")
+        except FileNotFoundError:  # the parent removed meanwhile (another run's, failing)
+            continue
+        except OSError as exc:
+            raise UserInputError(f"cannot create the run folder {folder}: {_reason(exc)}") from None
+    raise UserInputError(f"cannot create the run folder {folder}: every name up to it is taken")
 
 
 @contextmanager
-def made_run_folder(out: Path) -> Iterator[Path]:
+def made_run_folder(out: Path, claimed: bool = False) -> Iterator[Path]:
     """Make ``out`` (and its missing parents) and check that a file can be written in it,
     before any run: an error says which and why (``cannot create the run folder
     /sys/x: Operation not permitted``). When the body raises, the folders made here that
-    are still empty are removed again."""
-    made = []
-    for folder in (out, *out.parents):
+    are still empty are removed again, and so are ``out`` and its parent (``runs``) when
+    ``claimed`` (the default folder, made by :func:`claim_run_folder`)."""
+    made = [out, out.parent] if claimed else []
+    for folder in () if claimed else (out, *out.parents):
         if folder.exists():
             break
         made.append(folder)

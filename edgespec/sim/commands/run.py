@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     out = claim_run_folder(args.out, scenario.name, args.overwrite, time.strftime("%Y%m%d-%H%M%S"))
     probed = [] if args.capacity is None else [f"{args.capacity}="]  # the key probes set
     varied = [*overrides, *(args.sweep or ()), *probed]
-    with located_in(file, varied), made_run_folder(out):  # and so does one found resolving
+    claimed = args.out is None  # the default folder, made by its claim
+    with located_in(file, varied), made_run_folder(out, claimed):  # and so does one found resolving
         if args.sweep:  # the policies, or at a field that a sweep's point or a probe made bad
             return run_sweep_command(args, data, out, run_scenario_dict)
         if args.capacity is not None:

@@ -60,7 +60,7 @@ def run_drafting_server_command(args: argparse.Namespace, data: dict[str, Any], 
     scenario = pipeline_scenario_from_dict(data)  # validate once, before any run
     out = claim_run_folder(args.out, scenario.name, args.overwrite, time.strftime("%Y%m%d-%H%M%S"))
     started = time.perf_counter()
-    with made_run_folder(out):  # before the run: an unwritable --out fails at once
+    with made_run_folder(out, args.out is None):  # an unwritable --out fails before the run
         with contextlib.ExitStack() as stack:  # the bar gone before the report
             show = None if args.quiet else bar(stack, "planning, then simulating")
             run = run_pipeline(scenario, show)

@@ -15,7 +15,7 @@ import yaml
 
 from edgespec.cli import main
 from edgespec.errors import UserInputError
-from edgespec.sim.run_folder import RUN_FILES, claim_run_folder
+from edgespec.sim.run_folder import RUN_FILES, claim_run_folder, made_run_folder
 from tests.sim.helpers import tiny_scenario
 from tests.sim.test_shards import pinned
 
@@ -215,10 +215,36 @@ def test_a_taken_default_folder_gets_the_next_number(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     stamp = "20261129-230000"
+    Path("runs/tiny-20261129-230000-2").mkdir(parents=True)  # an earlier run's
     assert claim_run_folder(None, "tiny", False, stamp) == Path("runs/tiny-20261129-230000")
-    Path("runs/tiny-20261129-230000").mkdir(parents=True)
-    Path("runs/tiny-20261129-230000-2").mkdir()
     assert claim_run_folder(None, "tiny", False, stamp) == Path("runs/tiny-20261129-230000-3")
+    assert sorted(p.name for p in Path("runs").iterdir()) == [
+        "tiny-20261129-230000", "tiny-20261129-230000-2", "tiny-20261129-230000-3"
+    ]  # fmt: skip
+
+
+def test_two_runs_started_in_one_second_never_share_the_default_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes claiming runs/<name>-<time> in the same second (tests on two
+    workers): the folder is made when claimed, so the second gets -2. Both were given the
+    same folder, and the one that failed removed it, still empty, under the other, whose
+    record file then could not be written (ENOENT on runs/tiny-<time>/.requests.csv.tmp)."""
+    monkeypatch.chdir(tmp_path)
+    failing = claim_run_folder(None, "tiny", False, "20261129-230000")
+    running = claim_run_folder(None, "tiny", False, "20261129-230000")
+    assert (failing, running) == (
+        Path("runs/tiny-20261129-230000"), Path("runs/tiny-20261129-230000-2")
+    )  # fmt: skip
+    with made_run_folder(running, claimed=True):
+        with pytest.raises(UserInputError), made_run_folder(failing, claimed=True):
+            raise UserInputError("unknown batching policy")
+        (running / "requests.csv").write_text("id\n")
+    assert sorted(p.name for p in Path("runs").iterdir()) == ["tiny-20261129-230000-2"]
+    with pytest.raises(UserInputError), made_run_folder(running, claimed=True):
+        (running / "requests.csv").unlink()
+        raise UserInputError("the run failed")
+    assert not Path("runs").exists()  # a failed run leaves no folder its claim made
 
 
 def test_a_run_that_fails_at_set_up_leaves_no_run_behind_and_the_folder_free(
@@ -262,3 +288,14 @@ def test_an_empty_scenario_file_is_refused(
         f"edgespec sim: {path}: holds no scenario (empty, or comments only)\n"
     )
     assert not (tmp_path / "run").exists()
+
+
+def test_a_run_without_out_that_fails_leaves_no_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = tmp_path / "tiny.yaml"
+    file.write_text(yaml.safe_dump(tiny_scenario(duration_s=1.0)))
+    monkeypatch.chdir(tmp_path)
+    assert main(["sim", str(file), "policies.batching.name=nope", *QUIET]) == 2
+    assert "unknown batching policy 'nope'" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()  # the folder its claim made is gone again

@@ -60,8 +60,11 @@ def test_a_name_that_is_not_one_folder_name_is_refused_and_nothing_written(
     assert sorted(p.name for p in scenario_file.parent.iterdir()) == ["tiny.yaml"]
 
 
-def test_the_run_folder_refuses_a_bad_name_itself_and_takes_a_plain_one() -> None:
+def test_the_run_folder_refuses_a_bad_name_itself_and_takes_a_plain_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The last line of defence (a scenario validated elsewhere, the drafting server's)."""
+    monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError) as error:
         claim_run_folder(None, "../x", False, "20250101-000000")
     assert str(error.value) == (
