@@ -139,3 +139,17 @@ def test_a_handlers_unexpected_failure_counts_once_as_internal(
         "INTERNAL",
         {"INTERNAL": 1},
     )
+
+
+def test_a_message_over_the_limit_is_refused_by_grpc_uncounted(make_server: ServerFactory) -> None:
+    """gRPC refuses a message over ``max_message_bytes`` before any handler sees the call,
+    so the server cannot count it (RUNTIME.md's metric table says so)."""
+    server = make_server(max_message_bytes=1 << 16)
+    options = [("grpc.max_send_message_length", 1 << 20)]
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}", options=options)
+    stub = pb_grpc.VerificationStub(channel)
+    big = pb.CloseSessionRequest(session_id="x" * (1 << 17))
+    assert _counted(server, lambda: stub.CloseSession(big, timeout=10)) == (
+        "RESOURCE_EXHAUSTED",
+        {},
+    )
