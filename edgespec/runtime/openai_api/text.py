@@ -32,14 +32,21 @@ class TextStream:
         self._min_tokens = min_tokens
         self._stop_ids = stop_token_ids
         self._emitted = 0
+        self._searched = (0, 0)  # (the bound, the text's length) at the last search
         self.text = ""
         self.stopped = False
         self.num_tokens = 0
 
     def _held(self, text: str) -> int:
         """How many trailing characters may still become a stop sequence."""
+        last = text[-1:]
         return max(
-            (k for s in self._stops for k in range(1, len(s)) if text.endswith(s[:k])),
+            (
+                k
+                for s in self._stops
+                for k in range(1, len(s))
+                if s[k - 1] == last and text.endswith(s[:k])
+            ),
             default=0,
         )
 
@@ -82,8 +89,13 @@ class TextStream:
     def _update(self, ended: bool) -> str:
         full = self._decoded.text
         after = self._stops_after(full)
-        found = (full.find(s, max(after - len(s) + 1, 0)) for s in self._stops)
+        if after != self._searched[0]:  # another bound: search from it again
+            self._searched = (after, after)
+        start = max(self._searched)  # a stop ending before it was searched for (the text grows)
+        found = (full.find(s, max(start - len(s) + 1, 0)) for s in self._stops)
         hits = [i for i in found if i >= 0]
+        if not hits:  # a stop found is found again on the next search
+            self._searched = (after, len(full))
         self.text = full[: min(hits)] if hits else full
         if hits:
             self.stopped = True

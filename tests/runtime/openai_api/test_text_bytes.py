@@ -152,3 +152,72 @@ def test_every_cut_and_stop_streams_the_text_it_returns(
     text, deltas = _run(tokenizer, tokens, rounds, tuple(stops))
     assert "".join(deltas) == text.text
     assert (text.text, text.num_tokens) == _expected(tokenizer, tokens, tuple(stops))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from(["a", "b", " ", "ab", " a"]), min_size=1, max_size=16),
+    rounds=st.lists(st.integers(min_value=1, max_value=4), max_size=16),
+    stops=st.lists(st.sampled_from(["a", "ab", "b a", " "]), min_size=1, max_size=2),
+    min_tokens=st.integers(min_value=0, max_value=12),
+)
+def test_min_tokens_counts_a_stop_from_the_first_that_ends_late_enough(
+    pieces: list[str], rounds: list[int], stops: list[str], min_tokens: int
+) -> None:
+    """Each delta searches only the text a stop could newly end in; a stop counts from
+    where it ends in the ``min_tokens``-th token's text or later (every occurrence before
+    it skipped), however the rounds fall."""
+    tokenizer = byte_tokenizer("tiny")
+    tokens = ids(tokenizer, "".join(pieces))
+    text, deltas, start = TextStream(tokenizer, tuple(stops), min_tokens=min_tokens), [], 0
+    for size in [*rounds, len(tokens)]:
+        if start >= len(tokens) or text.stopped:
+            break
+        deltas.append(text.push(tuple(tokens[start : start + size])))
+        start += size
+    if not text.stopped:
+        deltas.append(text.finish())
+    full = str(tokenizer.decode(tokens))  # ASCII: every prefix decodes whole
+    bound = str(tokenizer.decode(tokens[: max(min_tokens - 1, 0)]))
+    after = len(full) if min_tokens > len(tokens) else len(bound)
+    found = (full.find(s, max(after - len(s) + 1, 0)) for s in stops)
+    hits = [i for i in found if i >= 0]
+    assert text.text == (full[: min(hits)] if hits else full) == "".join(deltas)
+
+
+class Scanned(str):
+    """A text whose ``find`` adds up the characters it was asked to search."""
+
+    searched = 0
+
+    def find(self, sub: Any, start: Any = 0, end: Any = None) -> int:
+        Scanned.searched += len(self) - start
+        return super().find(sub, start)
+
+
+class Watched:
+    """An :class:`IncrementalText` whose text is :class:`Scanned`."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def text(self) -> Scanned:
+        return Scanned(self.inner.text)
+
+
+def test_each_character_is_searched_for_a_stop_a_bounded_number_of_times() -> None:
+    """2,000 tokens one a round: the stop search scans what is new (and a stop's length
+    before it), not the whole text each round (which made a long reply quadratic)."""
+    tokenizer = byte_tokenizer("tiny")
+    stream = TextStream(tokenizer, ("zz", "xyz"))
+    stream._decoded = Watched(stream._decoded)  # type: ignore[assignment]
+    Scanned.searched = 0
+    tokens = ids(tokenizer, "ab " * 1000)
+    for token in tokens:
+        stream.push((token,))
+    assert stream.text == "ab " * 1000 and len(tokens) >= 2000
+    assert Scanned.searched <= 2 * (3000 + len(tokens) * 2)  # was the whole text twice a round
