@@ -29,6 +29,8 @@ PROMPTS = [(2, 818, 5279, 529, 7001, 563), (2, 100, 200, 300, 400, 500), (2, 9, 
 """The three requests' prompts (token ids), different so no pass repeats another's."""
 DECODE_STEPS = 7
 MODES = ("without_warm_up", "with_warm_up")
+CHILD_THREADS = 1
+"""The torch threads of each measured process (the record's ``threads``)."""
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
@@ -48,7 +50,7 @@ def child(mode: str) -> list[float]:
     from edgespec.runtime.backends.mask_check_cache import checked_target
     from edgespec.runtime.backends.warm_up import warm_up
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(CHILD_THREADS)
     loaded = load_model("gemma3-270m", "float32", device="cpu", with_tokenizer=False)
     target = checked_target(loaded.model, loaded.weight_files)
     if mode == "with_warm_up":
@@ -96,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     results = measure(args.repeats)
     print(json.dumps(results), flush=True)
-    finish(args.json, "first_pass.py", argv, results)
+    finish(args.json, "first_pass.py", argv, results, num_threads=CHILD_THREADS)
 
 
 if __name__ == "__main__":

@@ -41,12 +41,14 @@ def cpu_model(cpuinfo: str) -> str:
     return f"{name or 'unknown'}, {'with' if 'avx512f' in flags else 'without'} AVX-512"
 
 
-def this_host() -> Host:
-    """This machine, with torch's thread count as the probe has set it."""
+def this_host(num_threads: int | None = None) -> Host:
+    """This machine, with torch's thread count as the probe has set it, or
+    ``num_threads``: the measured processes' own (a probe that measures in children)."""
     import torch
 
     text = CPUINFO.read_text(encoding="utf-8") if CPUINFO.is_file() else ""
-    return Host(cpu_model(text), str(torch.__version__), torch.get_num_threads())
+    threads = torch.get_num_threads() if num_threads is None else num_threads
+    return Host(cpu_model(text), str(torch.__version__), threads)
 
 
 def command_line(script: str, argv: Sequence[str]) -> str:
@@ -120,7 +122,15 @@ def add_json_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def finish(path: Path | None, script: str, argv: Sequence[str], results: Mapping[str, Any]) -> None:
-    """Writes the run's record to ``path`` when given (``--json``)."""
+def finish(
+    path: Path | None,
+    script: str,
+    argv: Sequence[str],
+    results: Mapping[str, Any],
+    num_threads: int | None = None,
+) -> None:
+    """Writes the run's record to ``path`` when given (``--json``); ``num_threads``: the
+    threads of the processes measured, where they are children that set their own."""
     if path is not None:
-        write_json(path, probe_record(command_line(script, argv), this_host(), results))
+        host = this_host(num_threads)
+        write_json(path, probe_record(command_line(script, argv), host, results))

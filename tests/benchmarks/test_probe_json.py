@@ -80,6 +80,15 @@ def test_this_host_reads_torch() -> None:
     assert host.cpu.endswith(" AVX-512")
 
 
+def test_a_probe_measuring_in_children_records_their_threads(tmp_path: Path) -> None:
+    """first_pass.py's children run one thread each: its record said the parent's 2."""
+    path = tmp_path / "x.json"
+    HELPER.finish(path, "first_pass.py", ["4"], {"s": 1.0}, num_threads=1)
+    assert json.loads(path.read_text())["threads"] == 1
+    first_pass = load_script("probes/first_pass.py", "first_pass")
+    assert first_pass.CHILD_THREADS == 1
+
+
 def _error(
     parser: argparse.ArgumentParser, argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> str:
