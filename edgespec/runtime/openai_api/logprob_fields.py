@@ -10,46 +10,13 @@ byte tokens, each decoded alone as U+FFFD, is rebuilt from them."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from edgespec.core.sampling_params import TokenLogprobs
+from edgespec.runtime.detokenize import token_bytes
 from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK
-
-BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
-"""A byte-fallback token's piece (SentencePiece's, Gemma's): the one byte it stands for."""
-
-
-@cache
-def _byte_level_bytes() -> dict[str, int]:
-    """GPT-2's byte-level BPE alphabet: the character each byte is written as, inverted."""
-    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
-    chars, extra = {}, 0
-    for byte in range(256):
-        if byte in printable:
-            chars[chr(byte)] = byte
-        else:
-            chars[chr(256 + extra)] = byte
-            extra += 1
-    return chars
-
-
-def token_bytes(tokenizer: Any, token_id: int, text: str) -> bytes:
-    """The bytes token ``token_id`` (``text`` decoded alone) stands for: ``text``'s UTF-8
-    when it decoded whole, else a byte-fallback piece's byte or a byte-level BPE piece's
-    bytes (part of a character); ``text``'s UTF-8 (U+FFFD's) when neither applies."""
-    if "\ufffd" not in text:  # most tokens: no lookup of the piece
-        return text.encode("utf-8")
-    piece = tokenizer.convert_ids_to_tokens(int(token_id))
-    piece = piece if isinstance(piece, str) else ""
-    if (match := BYTE_PIECE.fullmatch(piece)) is not None:
-        return bytes([int(match.group(1), 16)])
-    if piece and all(c in _byte_level_bytes() for c in piece):
-        return bytes(_byte_level_bytes()[c] for c in piece)
-    return text.encode("utf-8", errors="replace")
 
 
 def completions_token(text: str, raw: bytes) -> str:

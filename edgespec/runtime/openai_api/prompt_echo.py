@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from edgespec.core.sampling_params import TokenLogprobs
-from edgespec.runtime.detokenize import IncrementalText
-from edgespec.runtime.openai_api.logprob_fields import ChoiceLogprobs, token_bytes
+from edgespec.runtime.detokenize import IncrementalText, token_bytes
+from edgespec.runtime.openai_api.logprob_fields import ChoiceLogprobs
 from edgespec.runtime.openai_api.messages import Prompt
 from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK
 from edgespec.runtime.openai_api.schema import ParsedRequest

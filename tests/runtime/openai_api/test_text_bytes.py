@@ -103,6 +103,9 @@ class Counting:
         self.longest = max(self.longest, len(tokens))
         return str(self.tokenizer.decode(tokens, skip_special_tokens=skip_special_tokens))
 
+    def convert_ids_to_tokens(self, token_id: int) -> Any:
+        return self.tokenizer.convert_ids_to_tokens(token_id)
+
 
 def test_bytes_that_never_make_a_character_read_as_decoded_and_bound_each_decode() -> None:
     """200 continuation bytes (no character begins) then ``a``: U+FFFD each, as decoding
@@ -113,6 +116,34 @@ def test_bytes_that_never_make_a_character_read_as_decoded_and_bound_each_decode
     text, deltas = _run(counting, tokens, [4] * 60)
     assert text.text == "".join(deltas) == tiny.decode(tokens) == FFFD * 200 + "a"
     assert counting.longest <= 2 * MAX_HELD_TOKENS  # was the whole output: 201
+
+
+def _byte(tokenizer: Any, value: int) -> int:
+    return int(tokenizer.convert_tokens_to_ids(f"<0x{value:02X}>"))
+
+
+@pytest.mark.parametrize("num", [1, 2, 5, 7, 8, 9, 10, 17])
+def test_lead_bytes_that_begin_no_character_read_one_each(tokenizer: Any, num: int) -> None:
+    """``<0xF0>`` over and over (a forced logit bias): each one followed by another begins
+    no character and is one U+FFFD, as the tokenizer decodes it; the last, begun, one too.
+    The held run was one U+FFFD in all below 8 tokens (7 → 1, 8 → 8, 10 → 9)."""
+    tokens = [_byte(tokenizer, 0xF0)] * num
+    for rounds in ([1] * num, [num], [3] * 6):
+        text, deltas = _run(tokenizer, tokens, rounds)
+        assert text.text == "".join(deltas) == str(tokenizer.decode(tokens)) == FFFD * num
+
+
+def test_a_character_begun_at_the_held_limit_is_kept_whole(tokenizer: Any) -> None:
+    """Seven bytes that make no character, then 🪿's four: the held limit (8 tokens) falls
+    inside 🪿, which was cut there into 4 × U+FFFD; the bytes of a character begun stay
+    held past it."""
+    tokens = [_byte(tokenizer, 0xF0)] * 7 + ids(tokenizer, GOOSE)
+    for rounds in ([1] * 11, [11], [8, 3], [6, 5]):
+        text, deltas = _run(tokenizer, tokens, rounds)
+        assert text.text == "".join(deltas) == FFFD * 7 + GOOSE
+        assert text.num_tokens == 11
+    text, deltas = _run(tokenizer, tokens[:9], [1] * 9)  # cut inside 🪿: one U+FFFD for it
+    assert text.text == "".join(deltas) == FFFD * 8
 
 
 PIECES = ["a", "b", " ", "hi", " hi", " a", "é", "中", GOOSE, "𠀀", "𠀁"]
