@@ -219,3 +219,5 @@ class ServerHealth:
     """The target's numerics: ``"exact"`` (``--backend transformers``: batch-invariant
     kernels), ``"lossy"`` (``transformers-lossy``: the library's), ``"llamacpp"``,
     ``"llamacpp-lossy"``."""
+    runs_fused_rounds: bool | None = None
+    """Whether it runs fused rounds (a co-located ``--draft``, or cloud-only ones)."""

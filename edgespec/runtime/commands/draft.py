@@ -91,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
     # several servers: routing waits through a restart, and the first open for what it left
     reached = connect(config, routing, say, config.retry_timeout_s)
     verifier, health, vocab_size = reached.verifier, reached.health, reached.health.vocab_size
-    check_blocks(config, window, args.mode, health.max_draft_tokens)
+    check_blocks(config, window, args.mode, health)
     ids, tokenizer, draft = _prompt_and_models(args, config, health, placement, say)
     check_draft_vocab(config.draft, None if draft is None else draft.model, vocab_size)
     end_ids = chat_end_ids(tokenizer, config.ignore_eos) if chat_on(args) else frozenset()

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from edgespec.runtime.messages import ServerHealth
+
 
 def check_modes(args: argparse.Namespace, config: Any, stops: bool) -> None:
     """What needs a distributed run (a stop predictor when ``stops``, ``--compare``'s
@@ -55,19 +57,30 @@ def check_tree_depth(tree: str | None, window: Any, gamma_by_flag: bool = False)
         raise ConfigError("tree", f"{tree} {problem}", flag_message=f"--tree {tree} {problem}")
 
 
-def check_blocks(config: Any, window: Any, mode: str, limit: int | None) -> None:
-    """A round's block within the server's ``max_draft_tokens`` (``limit``; ``None``: it
-    does not say), checked once the server is reached: ``--mode fused``'s γ, a distributed
-    run's window (:func:`~edgespec.runtime.edge.block_limit.check_window_fits`); a
-    centralized run drafts nothing. A :class:`~edgespec.config.ConfigError` at the window
-    parameter (the server refused the first round that reached it)."""
+def check_blocks(config: Any, window: Any, mode: str, health: ServerHealth) -> None:
+    """A round's block within the server's ``max_draft_tokens`` (``None``: it does not
+    say), checked once the server is reached: ``--mode fused``'s γ, a distributed run's
+    window (:func:`~edgespec.runtime.edge.block_limit.check_window_fits`); a centralized
+    run drafts nothing. A :class:`~edgespec.config.ConfigError` at the window parameter
+    (the server refused the first round that reached it). Fused rounds (``--mode fused``,
+    a window that may fuse) on a server whose Health says it runs none are refused too."""
+    from edgespec.errors import UserInputError
     from edgespec.runtime.commands.draft_run import fused_mode_gamma
-    from edgespec.runtime.edge.block_limit import check_gamma_fits, check_window_fits
+    from edgespec.runtime.edge.block_limit import (
+        NO_FUSED_ROUNDS,
+        check_fused_rounds,
+        check_gamma_fits,
+        check_window_fits,
+    )
 
+    limit = health.max_draft_tokens
+    if mode == "fused" and health.runs_fused_rounds is False:
+        raise UserInputError(f"--mode fused: {NO_FUSED_ROUNDS}")
     if mode == "fused":
         check_gamma_fits("gamma", fused_mode_gamma(config), limit)
     elif mode == "distributed":
         check_window_fits(window, config.tree is not None, limit)
+        check_fused_rounds(window, health.runs_fused_rounds)
 
 
 def draft_placement(args: argparse.Namespace) -> Any:

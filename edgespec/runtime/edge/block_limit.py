@@ -33,6 +33,29 @@ def check_window_fits(window: Any, tree: bool, limit: int | None) -> None:
         check_gamma_fits(over.param, over.gamma, limit)
 
 
+NO_FUSED_ROUNDS = "the server runs no fused rounds (it was started without --draft)"
+"""Why a run whose rounds may go fused cannot run on a server whose Health says so."""
+
+
+def fuses_on_a_server_without(window: Any, runs_fused_rounds: bool | None) -> bool:
+    """Whether ``window``'s rounds may go fused (:func:`~edgespec.policies.fusing.fusing`,
+    AWC's and a fused static window's) while the server says it runs none; a server that
+    does not say (``None``) is not held to it (it refuses the first fused round)."""
+    from edgespec.policies.fusing import fusing
+
+    return runs_fused_rounds is False and fusing(window, "distributed") is True
+
+
+def check_fused_rounds(window: Any, runs_fused_rounds: bool | None) -> None:
+    """:func:`fuses_on_a_server_without` as a :class:`ConfigError` at ``window.name``,
+    before a round is drafted (the refusal came at the first fused round, text already
+    printed)."""
+    if fuses_on_a_server_without(window, runs_fused_rounds):
+        raise ConfigError("window.name", f"{type(window).__name__}'s rounds may go fused, and "
+                          f"{NO_FUSED_ROUNDS}: choose a window policy that stays distributed "
+                          "(static, dynamic), or a server started with --draft")  # fmt: skip
+
+
 def limit_told(limit: int) -> str:
     """How a block over the server's ``limit`` is refused, after the γ it names."""
     return f"exceeds the server's max_draft_tokens {limit}, the longest block it verifies"

@@ -45,6 +45,7 @@ class EdgeSetup:
     answered_at_start: frozenset[str] = frozenset()
     known_down: Callable[[], frozenset[int]] | None = None
     drafts: bool = True  # False: started with --mode centralized, no drafter loaded
+    runs_fused_rounds: bool | None = None  # False: a server says it runs none
     special_ids: frozenset[int] = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:

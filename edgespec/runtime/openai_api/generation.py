@@ -62,7 +62,12 @@ def _window(setup: EdgeSetup, request: ParsedRequest) -> Any:
     (checked at startup); one whose rounds may draft more than the servers verify
     (:func:`~edgespec.runtime.edge.block_limit.block_over_limit`) is refused."""
     from edgespec.policies.registry import PolicyConfigError, build_policy
-    from edgespec.runtime.edge.block_limit import block_over_limit, limit_told
+    from edgespec.runtime.edge.block_limit import (
+        NO_FUSED_ROUNDS,
+        block_over_limit,
+        fuses_on_a_server_without,
+        limit_told,
+    )
 
     spec = request.window
     name, params = (spec.name, spec.params) if spec else (setup.config.window.name,
@@ -77,6 +82,13 @@ def _window(setup: EdgeSetup, request: ParsedRequest) -> Any:
         fixed = "" if over.settable else "its fixed "
         raise invalid(f"edgespec.window {name}: {fixed}{over.param} {over.gamma} "
                       f"{limit_told(limit)}", param="edgespec.window")  # fmt: skip
+    if (
+        spec is not None
+        and setup.drafts
+        and fuses_on_a_server_without(window, setup.runs_fused_rounds)
+    ):
+        raise invalid(f"edgespec.window {name}: its rounds may go fused, and {NO_FUSED_ROUNDS}",
+                      param="edgespec.window")  # fmt: skip
     return window
 
 

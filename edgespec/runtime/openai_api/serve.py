@@ -212,13 +212,13 @@ def _setup(
             if address in told:
                 client.check_credentials()
     check_one_model(told)
-    facts = learn(config, told)
+    facts = learn(config, told, drafts)
     max_nodes = min(config.tree_max_nodes, facts.max_draft_tokens or config.tree_max_nodes)
     model = None if draft is None else draft.model
     return EdgeSetup(config, model, tokenizer, vocab_size, max_nodes, verifiers, routing,
                      facts.max_context_tokens, facts.max_draft_tokens, facts.slo_classes,
                      facts.target_name, answered_at_start=frozenset(told),
-                     drafts=drafts)  # fmt: skip
+                     drafts=drafts, runs_fused_rounds=facts.runs_fused_rounds)  # fmt: skip
 
 
 def serve_openai(

@@ -18,12 +18,15 @@ from edgespec.runtime.messages import ServerHealth
 @dataclass(frozen=True, slots=True)
 class ServerFacts:
     """What the servers' Health says (``None``: none says): the target's context, the
-    longest draft block, the SLO classes every one admits, the target's name."""
+    longest draft block, the SLO classes every one admits, the target's name, whether
+    they run fused rounds (``False``: one says it runs none, where routing may send a
+    request)."""
 
     max_context_tokens: int | None
     max_draft_tokens: int | None
     slo_classes: frozenset[str] | None
     target_name: str | None = None
+    runs_fused_rounds: bool | None = None
 
 
 def described(servers: tuple[str, ...], verifiers: tuple[Any, ...]) -> dict[str, ServerHealth]:
@@ -41,22 +44,27 @@ def described(servers: tuple[str, ...], verifiers: tuple[Any, ...]) -> dict[str,
     return told
 
 
-def learn(config: Any, told: dict[str, ServerHealth]) -> ServerFacts:
+def learn(config: Any, told: dict[str, ServerHealth], drafts: bool = True) -> ServerFacts:
     """The :class:`ServerFacts` of the servers' Health (``told``, by :func:`described`),
     with the config's (``DrafterConfig``) default window
-    (:func:`~edgespec.runtime.edge.block_limit.check_window_fits`) and SLO class checked
-    against them: a :class:`~edgespec.config.ConfigError` at its field, since every request
-    that gives neither would be refused."""
+    (:func:`~edgespec.runtime.edge.block_limit.check_window_fits`, and where the endpoint
+    ``drafts``, :func:`~edgespec.runtime.edge.block_limit.check_fused_rounds`) and SLO
+    class checked against them: a :class:`~edgespec.config.ConfigError` at its field,
+    since every request that gives neither would be refused."""
     from edgespec.config import ConfigError
     from edgespec.policies.registry import build_policy_at
-    from edgespec.runtime.edge.block_limit import check_window_fits
+    from edgespec.runtime.edge.block_limit import check_fused_rounds, check_window_fits
 
     names = {health.target_name for health in told.values()}
+    fused = {h.runs_fused_rounds for h in told.values() if h.runs_fused_rounds is not None}
     facts = ServerFacts(smallest_limit(told, "max_context_tokens"),
                         smallest_limit(told, "max_draft_tokens"), common_slo_classes(told),
-                        names.pop() if len(names) == 1 else None)  # fmt: skip
+                        names.pop() if len(names) == 1 else None,
+                        min(fused) if fused else None)  # fmt: skip
     window = build_policy_at("window", "window", config.window)
     check_window_fits(window, config.tree is not None, facts.max_draft_tokens)
+    if drafts:
+        check_fused_rounds(window, facts.runs_fused_rounds)
     classes = facts.slo_classes
     if classes is not None and config.slo_class not in classes:
         raise ConfigError("slo_class", f"{config.slo_class!r} is not an SLO class of the "

@@ -72,11 +72,10 @@ class VerificationService:
         round_log: RoundLog | None = None,
         log: Callable[[str], None] | None = None,
     ) -> None:
-        self.engine = engine
-        self._log = log
-        self.config = config
+        self.engine, self._log, self.config = engine, log, config
         self._cloud_only = config.fused_rounds == "cloud_only"
         self._draft_factory = fused_draft_factory(config, draft_factory)  # what fused rounds run
+        self.runs_fused_rounds = self._draft_factory is not None or self._cloud_only  # Health
         self._window = None if window is None else ServerWindow(window, config.max_draft_tokens)
         self._clock = clock
         self._next_id = 0

@@ -221,6 +221,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
                 slo_classes=sorted(config.slo_classes),
                 max_sessions_per_client=min(config.max_sessions_per_client, UINT32_LIMIT - 1),
                 numerics=getattr(backend, "numerics", ""),
+                runs_fused_rounds=self._service.runs_fused_rounds,
             )  # fmt: skip
 
         if config.health_requires_auth:

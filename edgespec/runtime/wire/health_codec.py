@@ -20,4 +20,7 @@ def health_from_proto(msg: Any) -> ServerHealth:
         slo_classes=frozenset(msg.slo_classes) or None,
         max_sessions_per_client=int(msg.max_sessions_per_client) or None,
         numerics=str(msg.numerics) or None,
+        runs_fused_rounds=(
+            bool(msg.runs_fused_rounds) if msg.HasField("runs_fused_rounds") else None
+        ),
     )

@@ -132,3 +132,37 @@ def test_an_awc_window_over_a_small_limit_names_its_fixed_max_gamma() -> None:
         "edgespec.window awc: its fixed max_gamma 12 exceeds the server's max_draft_tokens 8, "
         "the longest block it verifies"
     )
+
+
+@pytest.mark.parametrize(
+    ("window", "name"),
+    [
+        ({"name": "awc"}, "awc"),
+        ({"name": "static", "params": {"gamma": 4, "fused": True}}, "static"),
+    ],
+    ids=["awc", "static-fused"],
+)
+def test_a_window_that_may_fuse_on_a_server_without_a_draft_is_400_before_any_worker(
+    classed_server: ServerThread, window: dict[str, Any], name: str
+) -> None:
+    """The server (no --draft) says in Health that it runs no fused rounds: the request is
+    refused before it drafts (was: streamed text, then an error at its first fused round)."""
+    setup = _setup_on(classed_server)
+    assert setup.runs_fused_rounds is False
+    error = _refusal(setup, edgespec={"window": window})
+    assert (error.status, error.param, error.message) == (
+        400, "edgespec.window",
+        f"edgespec.window {name}: its rounds may go fused, and the server runs no fused rounds "
+        "(it was started without --draft)",
+    )  # fmt: skip
+    request = parse_request({"model": MODEL, "prompt": "w1", "edgespec": {"window": {
+        "name": "dynamic"}}}, False, Defaults(), Limits())  # fmt: skip
+    assert prepare(setup, request, Limits()).window is not None  # distributed only: taken
+    with pytest.raises(ConfigError) as info:  # the endpoint's own default: at startup
+        _setup_on(classed_server, window={"name": "awc"})
+    assert (info.value.path, info.value.message) == (
+        "window.name",
+        "AwcWindow's rounds may go fused, and the server runs no fused rounds (it was started "
+        "without --draft): choose a window policy that stays distributed (static, dynamic), or "
+        "a server started with --draft",
+    )

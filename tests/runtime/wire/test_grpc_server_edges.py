@@ -60,6 +60,23 @@ def test_health_reply_fields(make_server: ServerFactory, target: TransformersTar
     assert _stub(make_server().port).Health(pb.HealthRequest(), timeout=10).target == ""
 
 
+def test_health_says_whether_the_server_runs_fused_rounds(
+    make_server: ServerFactory, target: TransformersTarget
+) -> None:
+    """With a co-located draft (make_server's) or cloud-only fused rounds: yes; without
+    --draft: no (a client refuses a window that may fuse before it drafts)."""
+    without = start_server(target)
+    try:
+        said = [
+            RemoteVerifier(f"127.0.0.1:{server.port}", timeout_s=10).describe().runs_fused_rounds
+            for server in (make_server(), make_server(fused_rounds="cloud_only"), without)
+        ]
+    finally:
+        without.stop(grace_s=0)
+    assert said == [True, True, False]
+    assert not pb.HealthResponse().HasField("runs_fused_rounds")  # an older server: unknown
+
+
 def test_the_client_reads_the_targets_context_from_health(
     make_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
