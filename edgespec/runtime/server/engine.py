@@ -22,8 +22,7 @@ target's hidden states (the lossy ``"semantic"`` rule) gets them for its K + 1 l
 and may keep the forward pass waiting for the draft's hidden states (SH upload,
 :mod:`edgespec.runtime.server.hidden_followup`); the engine commits nothing then (the
 session's cache is the pass's KV meanwhile, past its committed tokens), and decides the
-session's follow-up from the kept pass without another forward.
-"""
+session's follow-up from the kept pass without another forward."""
 
 from __future__ import annotations
 
@@ -32,7 +31,6 @@ from dataclasses import replace
 from functools import partial
 from time import monotonic
 
-from edgespec.policies.contracts import PolicyContractError
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, TargetBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import VerifyCall, VerifyOutcome
@@ -58,7 +56,13 @@ from edgespec.runtime.server.prefill_parts import (
     part_item,
 )
 from edgespec.runtime.server.returned_hidden import first_returned_position
-from edgespec.runtime.server.session_record import EngineSession, RoundStart, unrunnable_call
+from edgespec.runtime.server.session_record import (
+    EngineSession,
+    RoundStart,
+    RuleFailed,
+    rule_failure,
+    unrunnable_call,
+)
 from edgespec.runtime.server.verification import EXACT_RULES, AnyRule, Verdict
 
 _Live = tuple[int, EngineSession, VerifyCall, ForwardItem, bool]
@@ -72,8 +76,8 @@ class VerificationEngine(SessionTable):
     """Owns the sessions and their KV caches; runs batches on a :class:`TargetBackend`.
 
     Thread-safe: the server calls :meth:`verify_batch` from a worker thread while its
-    event loop opens, validates and closes sessions. A failure while settling one session's
-    pass fails that call alone (:meth:`_settle`)."""
+    event loop opens, validates and closes sessions. A failure while building or settling
+    one session's pass fails that call alone (:meth:`_claim`, :meth:`_guarded`)."""
 
     def __init__(
         self,
@@ -185,8 +189,14 @@ class VerificationEngine(SessionTable):
                 continue
             if s.pending is not None:  # an SH follow-up: decided from the kept pass
                 followups.append((index, s, c))
-            else:
+                continue
+            try:
                 live.append((index, s, c, *self._forward_item(s, c)))
+            except Exception as exc:  # that call fails alone; the others' passes go on
+                s.in_flight = False
+                self._relist(s)
+                why = f"verification failed building the target's pass: {exc!r}"
+                results[index] = RequestError(ErrorCode.INTERNAL, why)
         return results, live, followups
 
     def _forward_item(self, s: EngineSession, c: VerifyCall) -> tuple[ForwardItem, bool]:
@@ -235,7 +245,7 @@ class VerificationEngine(SessionTable):
         try:
             judged = judge_pass(s.hidden_rule, call, s.spec.sampling, item, out, rows, returned)
         except Exception as exc:
-            raise RuleFailed(_rule_failure(s, exc)) from exc
+            raise RuleFailed(rule_failure(s, exc)) from exc
         if isinstance(judged, Verdict):
             return self._apply(s, call, item, out, judged)
         # the session holds the kept pass's KV (cropped from there when decided), in the LRU
@@ -261,7 +271,7 @@ class VerificationEngine(SessionTable):
             judged = decide_followup(rule, s.spec.verification_rule, pending, s.spec.sampling, call)
         except Exception as exc:  # the session keeps its waiting pass; the others go on
             self._relist(s)
-            return RequestError(ErrorCode.INTERNAL, _rule_failure(s, exc))
+            return RequestError(ErrorCode.INTERNAL, rule_failure(s, exc))
         if isinstance(judged, RequestError):
             return judged
         s.pending = None
@@ -288,12 +298,3 @@ class VerificationEngine(SessionTable):
         self._tally.count_round(s, outcome)  # lossy sessions, accepted mismatches
         self._store_round(s, block, outcome)  # a retry of this round gets it again
         return outcome
-
-
-class RuleFailed(RuntimeError):
-    """A session's verification rule raised on its pass (its message says which)."""
-
-
-def _rule_failure(s: EngineSession, exc: Exception) -> str:
-    why = str(exc) if isinstance(exc, PolicyContractError) else repr(exc)  # says its head
-    return f"verification rule {s.spec.verification_rule!r} failed: {why}"

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from edgespec.core.sampling_params import TokenLogprobs
+from edgespec.policies.contracts import PolicyContractError
 from edgespec.runtime.backends.base import KVState
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
@@ -133,3 +134,12 @@ def unrunnable_call(
         message = f"session {call.session_id!r} changed before verification"
         return RequestError(ErrorCode.FAILED_PRECONDITION, message)
     return None
+
+
+class RuleFailed(RuntimeError):
+    """A session's verification rule raised on its pass (its message says which)."""
+
+
+def rule_failure(s: EngineSession, exc: Exception) -> str:
+    why = str(exc) if isinstance(exc, PolicyContractError) else repr(exc)  # says its head
+    return f"verification rule {s.spec.verification_rule!r} failed: {why}"

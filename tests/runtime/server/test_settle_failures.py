@@ -132,3 +132,32 @@ def test_a_follow_up_that_fails_to_commit_fails_alone_and_the_block_is_sent_agai
     again = _semantic_verify(engine, VerifyCall("sh", len(PROMPT), block))  # sent again
     assert again.hidden_request == first.hidden_request
     assert _semantic_verify(engine, followup).committed_token_ids == want.committed_token_ids
+
+
+def test_a_pass_that_cannot_be_built_fails_that_call_alone(monkeypatch: Any) -> None:
+    """Building b's item raises (a bug): a's round stands, b's call fails INTERNAL and b is
+    no longer in flight (it was left so: never expired, out of the LRU), so the same
+    call sent again gets its round."""
+    from edgespec.runtime.server import engine as engine_module
+    from edgespec.runtime.server.prefill_parts import next_part as built
+
+    engine, _ = _engine(SuccessorTarget())
+    tokens = engine.session_tokens("b")
+    b_call = VerifyCall("b", len(tokens), (12, 13, 14, 15), UNIFORM)
+
+    def broken(s: Any, *args: Any) -> Any:
+        if s.spec.session_id == "b":
+            raise ValueError("no item")
+        return built(s, *args)
+
+    monkeypatch.setattr(engine_module, "next_part", broken)
+    a, b = engine.verify_batch([VerifyCall("a", 1, (4, 5, 9)), b_call])
+    assert isinstance(a, VerifyOutcome) and a.committed_token_ids == (4, 5, 6)
+    assert isinstance(b, RequestError) and (b.code, b.message) == (
+        ErrorCode.INTERNAL,
+        "verification failed building the target's pass: ValueError('no item')",
+    )
+    assert not engine._sessions["b"].in_flight  # an idle session: it expires, is evicted
+    monkeypatch.setattr(engine_module, "next_part", built)
+    again = engine.verify_batch([b_call])[0]
+    assert isinstance(again, VerifyOutcome) and engine.session_tokens("b")[: len(tokens)] == tokens
