@@ -30,6 +30,7 @@ class QueueEntry:
     future: asyncio.Future[VerifyReply]
     closed: bool = False  # its session closed while its batch ran
     expires_s: float = math.inf  # its caller's deadline, on the scheduler's clock
+    parts_s: float = 0.0  # the passes of its prefill parts so far: verifying, not queued
 
 
 def take_over(entries: Iterable[QueueEntry], call: VerifyCall) -> QueueEntry | None:
@@ -57,10 +58,11 @@ class LeftCalls:
     session at most; forgotten when the session closes or a call of it is admitted).
     ``serial_of``: the serial of the open session of an id."""
 
-    __slots__ = ("_left", "_serial_of")
+    __slots__ = ("_left", "_parts_s", "_serial_of")
 
     def __init__(self, serial_of: Callable[[str], int]) -> None:
         self._left: dict[str, QueueEntry] = {}
+        self._parts_s: dict[str, float] = {}  # a resumed call's earlier parts' passes
         self._serial_of = serial_of
 
     def left(self, entry: QueueEntry) -> None:
@@ -68,6 +70,12 @@ class LeftCalls:
 
     def forget(self, session_id: str) -> None:
         self._left.pop(session_id, None)
+        self._parts_s.pop(session_id, None)
+
+    def parts_s(self, session_id: str) -> float:
+        """The passes of the earlier prefill parts of the call :meth:`arrival_kept` last
+        resumed for ``session_id`` (0: none), told once."""
+        return self._parts_s.pop(session_id, 0.0)
 
     def arrival_kept(self, pending: PendingVerification, call: VerifyCall) -> PendingVerification:
         """``pending`` (``call`` admitted) with the arrival and deadline of its earlier
@@ -78,6 +86,7 @@ class LeftCalls:
         if not same_request(call, left.call):
             return pending
         earlier = left.pending
+        self._parts_s[call.session_id] = left.parts_s
         return replace(pending, enqueued_s=earlier.enqueued_s, deadline_s=earlier.deadline_s)
 
 

@@ -52,9 +52,11 @@ def server_round(
     start_s: float,
     end_s: float,
     batch_size: int,
+    parts_s: float = 0.0,
 ) -> RoundRecord:
     """The server's record of one verified entry, its batch run from ``start_s`` to
-    ``end_s``."""
+    ``end_s``; ``parts_s``: the passes of its earlier prefill parts, verification time, not
+    queueing."""
     return RoundRecord(
         request_id=pending.session_id,
         round_index=round_index,
@@ -62,8 +64,8 @@ def server_round(
         end_s=end_s,
         draft_s=0.0,
         uplink_s=0.0,
-        queue_s=start_s - pending.enqueued_s,
-        verify_s=end_s - start_s,
+        queue_s=start_s - pending.enqueued_s - parts_s,
+        verify_s=end_s - start_s + parts_s,
         downlink_s=0.0,
         num_drafted=outcome.result.num_drafted,
         num_accepted=outcome.result.num_accepted,
@@ -89,13 +91,16 @@ class RoundLog:
         end_s: float,
         batch_size: int,
         labels: Mapping[str, Mapping[str, Any]] | None = None,
+        parts_s: Mapping[str, float] | None = None,
     ) -> None:
         """Record the entries of one batch that were verified (not those that failed);
-        ``labels``: per session id, what its rows carry (a lossy session's labels)."""
+        ``labels``: per session id, what its rows carry (a lossy session's labels);
+        ``parts_s``: per session id, the passes of its earlier prefill parts."""
         for pending, outcome in verified:
             index = self._rounds.get(pending.session_id, 0)
             self._rounds[pending.session_id] = index + 1
-            record = server_round(pending, outcome, index, start_s, end_s, batch_size)
+            earlier_s = 0.0 if parts_s is None else parts_s.get(pending.session_id, 0.0)
+            record = server_round(pending, outcome, index, start_s, end_s, batch_size, earlier_s)
             extra = None if labels is None else labels.get(pending.session_id)
             self._file.write(json.dumps(record_row(record, extra)) + "\n")
         self._file.flush()

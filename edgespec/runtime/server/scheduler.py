@@ -92,7 +92,9 @@ class Scheduler:
         serial = self._engine.session_serial(call.session_id)
         self._groups.hold(pending.entry_id, pending.client_id, call)
         expires_s = self._expiry(time_left_s)
-        self.queue[pending.entry_id] = QueueEntry(pending, call, serial, future, False, expires_s)
+        parts_s = self.left_calls.parts_s(call.session_id)  # a resumed call's parts so far
+        self.queue[pending.entry_id] = QueueEntry(pending, call, serial, future, False, expires_s,
+                                                  parts_s)  # fmt: skip
         self._wake.set()
         return future
 
@@ -207,7 +209,8 @@ class Scheduler:
             self._admission.slo.verified(pending.session_id, done.result)
         if self._round_log is not None:
             labels = {p.session_id: self._labels(p.session_id) for p, _ in verified}
-            self._round_log.batch(verified, start, end, len(entries), labels)
+            parts_s = {e.pending.session_id: e.parts_s for e in entries}
+            self._round_log.batch(verified, start, end, len(entries), labels, parts_s)
         for e, outcome in zip(entries, outcomes, strict=True):
             if e.future.done():  # its caller gone: a resend goes on from the parts kept
                 if isinstance(outcome, PrefillPart) and not e.closed:
@@ -220,9 +223,11 @@ class Scheduler:
                 sizes = (outcome.num_new_tokens, outcome.num_cached_tokens)
                 e.pending = replace(e.pending, num_new_tokens=sizes[0], num_cached_tokens=sizes[1])
                 self.queue[e.pending.entry_id] = e
+                e.parts_s += end - start
                 continue
-            queue_s = start - e.pending.enqueued_s
-            reply = VerifyReply(outcome, queue_s, end - start, len(entries), len(self.queue))
+            queue_s = start - e.pending.enqueued_s - e.parts_s  # its parts' passes: verify_s
+            reply = VerifyReply(outcome, queue_s, end - start + e.parts_s, len(entries),
+                                len(self.queue))  # fmt: skip
             e.future.set_result(reply)
             if outcome.hidden_request is None:
                 self._counters.answered(outcome, queue_s)

@@ -9,11 +9,13 @@ import asyncio
 from typing import Any
 
 import numpy as np
+import pytest
 
 from edgespec.config import from_dict
 from edgespec.core.types import SamplingParams
 from edgespec.policies.batching import FcfsBatching
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.errors import RequestError
 from edgespec.runtime.messages import (
     DRAFT_HIDDEN,
     SessionSpec,
@@ -24,6 +26,7 @@ from edgespec.runtime.messages import (
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.server.prefill_parts import PrefillPart, eviction_order
+from edgespec.runtime.server.round_log import RoundLog, read_round_log
 from edgespec.runtime.server.semantic import semantic_rules
 from edgespec.runtime.server.service import VerificationService
 from edgespec.runtime.server.session_record import EngineSession
@@ -36,6 +39,7 @@ from tests.runtime.server.semantic_engine import PROMPT as SEMANTIC_PROMPT
 from tests.runtime.server.semantic_engine import open_semantic, semantic_engine
 from tests.runtime.server.test_semantic_rule import _block as semantic_block
 from tests.runtime.server.test_server import MAX_NEW, _run_clients
+from tests.runtime.wrapped_target import WrappedTarget
 
 LONG = tuple((7 * i + 3) % 64 for i in range(40))
 SHORT = (5, 9, 2, 6)
@@ -272,3 +276,73 @@ def test_a_semantic_sh_session_in_parts_asks_and_decides_as_one_pass(
             assert got.target_hidden is not None and want.target_hidden is not None
             np.testing.assert_allclose(got.target_hidden, want.target_hidden, atol=1e-5)
         assert parted.counters().num_forward_passes == 3  # two parts, one pass for both calls
+
+
+class Ticking(WrappedTarget):
+    """The real target on a clock that each pass moves on by 1 s (:attr:`now`)."""
+
+    def __init__(self, inner: TransformersTarget) -> None:
+        super().__init__(inner)
+        self.now = 100.0
+
+    def forward(self, items: Any) -> Any:
+        self.now += 1.0
+        return self._inner.forward(items)
+
+
+def test_a_long_prompts_own_parts_are_verification_time_not_queueing(
+    target: TransformersTarget, tmp_path: Any
+) -> None:
+    """A 40-token prompt alone, in parts of 8 (five parts and its round's pass, 1 s each on
+    the test's clock): its reply, the queue-wait histogram and the round log say 0 s
+    queued and 6 s verified; its earlier parts were counted as queueing (5 s, 1 s)."""
+    backend = Ticking(target)
+    config = from_dict(ServerConfig, {"prefill_part_tokens": 8})
+    engine = VerificationEngine(backend, prefill_part_tokens=8)  # type: ignore[arg-type]
+    log = RoundLog(tmp_path / "rounds.jsonl")
+    service = VerificationService(engine, config, FcfsBatching(), clock=lambda: backend.now,
+                                  round_log=log)  # fmt: skip
+    service.open_session(SessionSpec("long", "c", LONG, GREEDY))
+    call = VerifyCall("long", 40, target_greedy_decode(target, LONG, 3))
+
+    async def scenario() -> VerifyReply:
+        await service.start()
+        try:
+            return await asyncio.wait_for(service.verify(call), 30)
+        finally:
+            await service.stop()
+
+    reply = asyncio.run(scenario())
+    log.close()
+    assert (reply.queue_s, reply.verify_s) == (0.0, 6.0)
+    assert service.stats().num_batches == 6
+    (record,) = read_round_log(tmp_path / "rounds.jsonl")
+    assert (record.start_s, record.queue_s, record.verify_s, record.end_s) == (
+        100.0, 0.0, 6.0, 106.0,
+    )  # fmt: skip
+    assert service.metrics().queue_wait_seconds.sum == 0.0
+
+
+def test_a_resent_call_keeps_its_earlier_parts_as_verification_time(
+    target: TransformersTarget,
+) -> None:
+    """The caller's deadline passes after three of the parts (it leaves); its resend goes
+    on from them, keeping its arrival: 0 s queued, 6 s verified, as sent once."""
+    backend = Ticking(target)
+    config = from_dict(ServerConfig, {"prefill_part_tokens": 8})
+    engine = VerificationEngine(backend, prefill_part_tokens=8)  # type: ignore[arg-type]
+    service = VerificationService(engine, config, FcfsBatching(), clock=lambda: backend.now)
+    service.open_session(SessionSpec("long", "c", LONG, GREEDY))
+    call = VerifyCall("long", 40, target_greedy_decode(target, LONG, 3))
+
+    async def scenario() -> VerifyReply:
+        await service.start()
+        try:
+            with pytest.raises(RequestError, match="before this verification's pass"):
+                await asyncio.wait_for(service.verify(call, time_left_s=2.5), 30)
+            return await asyncio.wait_for(service.verify(call), 30)
+        finally:
+            await service.stop()
+
+    reply = asyncio.run(scenario())
+    assert (reply.queue_s, reply.verify_s, service.stats().num_batches) == (0.0, 6.0, 6)
