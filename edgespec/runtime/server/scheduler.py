@@ -212,6 +212,7 @@ class Scheduler:
             parts_s = {e.pending.session_id: e.parts_s for e in entries}
             self._round_log.batch(verified, start, end, len(entries), labels, parts_s)
         for e, outcome in zip(entries, outcomes, strict=True):
+            e.parts_s += end - start if isinstance(outcome, PrefillPart) else 0.0
             if e.future.done():  # its caller gone: a resend goes on from the parts kept
                 if isinstance(outcome, PrefillPart) and not e.closed:
                     self.left_calls.left(e)
@@ -223,7 +224,6 @@ class Scheduler:
                 sizes = (outcome.num_new_tokens, outcome.num_cached_tokens)
                 e.pending = replace(e.pending, num_new_tokens=sizes[0], num_cached_tokens=sizes[1])
                 self.queue[e.pending.entry_id] = e
-                e.parts_s += end - start
                 continue
             queue_s = start - e.pending.enqueued_s - e.parts_s  # its parts' passes: verify_s
             reply = VerifyReply(outcome, queue_s, end - start + e.parts_s, len(entries),

@@ -150,7 +150,7 @@ def test_a_long_prompts_parts_go_on_for_a_resend(target: TransformersTarget) -> 
     assert queued == 0  # nobody waited: the parts stopped until the resend
     assert isinstance(again, VerifyReply)
     assert again.queue_s >= 0.3  # the 0.3 s left between parts: its arrival is kept
-    assert again.verify_s >= 0.1  # its held parts' passes (>= 0.05 s each) are verifying
+    assert again.verify_s >= 0.05  # its first part, held 0.05 s, is verifying
     assert again.outcome.committed_token_ids == target_greedy_decode(target, LONG, 4)
     assert passes == [[8], [8], [8], [8], [7], [4]]
     assert (stats.num_cache_misses, stats.num_tokens_forwarded) == (1, 43)
