@@ -35,11 +35,11 @@ def tokenizer(request: pytest.FixtureRequest) -> Any:
 
 def _run(
     tokenizer: Any, tokens: Sequence[int], rounds: Sequence[int], stops: tuple[str, ...] = (),
-    stop_ids: frozenset[int] = frozenset(),
+    stop_ids: frozenset[int] = frozenset(), min_tokens: int = 0,
 ) -> tuple[TextStream, list[str]]:  # fmt: skip
     """``tokens`` committed ``rounds[i]`` at a time (the rest at once), as run_request
     pushes them: until a stop, then ``finish`` if none; the stream and its deltas."""
-    text, deltas, start = TextStream(tokenizer, stops, stop_ids), [], 0
+    text, deltas, start = TextStream(tokenizer, stops, stop_ids, min_tokens), [], 0
     for size in [*rounds, len(tokens)]:
         if start >= len(tokens) or text.stopped:
             break
@@ -200,14 +200,7 @@ def test_min_tokens_counts_a_stop_from_the_first_that_ends_late_enough(
     it skipped), however the rounds fall."""
     tokenizer = byte_tokenizer("tiny")
     tokens = ids(tokenizer, "".join(pieces))
-    text, deltas, start = TextStream(tokenizer, tuple(stops), min_tokens=min_tokens), [], 0
-    for size in [*rounds, len(tokens)]:
-        if start >= len(tokens) or text.stopped:
-            break
-        deltas.append(text.push(tuple(tokens[start : start + size])))
-        start += size
-    if not text.stopped:
-        deltas.append(text.finish())
+    text, deltas = _run(tokenizer, tokens, rounds, tuple(stops), min_tokens=min_tokens)
     full = str(tokenizer.decode(tokens))  # ASCII: every prefix decodes whole
     bound = str(tokenizer.decode(tokens[: max(min_tokens - 1, 0)]))
     after = len(full) if min_tokens > len(tokens) else len(bound)
