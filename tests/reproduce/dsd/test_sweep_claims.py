@@ -84,7 +84,8 @@ def test_routing_and_batching_sweeps() -> None:
         "3×: n/a, -0.25, n/a; none: n/a, n/a, +1.00"
     )
     assert thr_row.what == tagged("physical", "LAB vs FIFO throughput at 1400 drafts (saturated)")
-    assert (thr_row.ours, thr_row.direction_ok, thr_row.magnitude_ok) == ("+1.0%", True, True)
+    assert (thr_row.ours, thr_row.direction_ok, thr_row.magnitude_ok) == ("+1.0%", None, True)
+    assert thr_row.outcome is Outcome.HOLDS
     # summed pricing: LAB's TPOT cut is unreachable by construction: not judged, whichever
     # way the runs fall; the note says which
     lab_row = batching_rows(DsdResults(SUMMED, runs))[0]
@@ -109,34 +110,40 @@ def _batching(fifo: tuple[float, ...], lab: tuple[float, ...], mode: CostMode) -
 
 @MODES
 def test_d7_throughput_row_needs_saturated_targets(mode: CostMode) -> None:
-    """D7's equal throughput holds only where the targets are saturated: FIFO throughput
-    grows at most 10% between the two largest draft counts."""
+    """D7's equal throughput is judged only where the targets are saturated (FIFO
+    throughput grows at most 10% between the two largest draft counts); elsewhere the
+    claim's setting is not reached, and the row is not comparable (it was a miss, though
+    the throughputs were equal)."""
     _, row = batching_rows(_batching((20.0, 30.0, 32.0), (20.0, 30.0, 32.5), mode))  # +6.7%
-    assert (row.direction_ok, row.magnitude_ok, row.ours) == (True, True, "+1.6%")
+    assert (row.direction_ok, row.magnitude_ok, row.ours) == (None, True, "+1.6%")
+    assert row.outcome is Outcome.HOLDS
     assert row.tolerance == (
         "targets saturated (FIFO throughput grows ≤ 10% from 1000 to 1400 drafts); within ±5%"
     )
     assert row.note == "FIFO throughput by drafts: 400: 20.00, 1000: 30.00, 1400: 32.00"
     _, row = batching_rows(_batching((20.0, 30.0, 27.0), (20.0, 30.0, 27.0), mode))  # falls
-    assert row.direction_ok is True
+    assert (row.unreached, row.outcome) == ("", Outcome.HOLDS)
     # still growing 20%: LAB's equal throughput says nothing about a saturated fleet
     _, row = batching_rows(_batching((20.0, 30.0, 36.0), (20.0, 30.0, 36.0), mode))
-    assert (row.ours, row.direction_ok, row.magnitude_ok) == ("+0.0%", False, True)
-    assert row.outcome is Outcome.MISS and row.reason == UNSATURATED  # the load's, not LAB's
-    assert row.cause is UNSATURATED.cause
+    assert (row.ours, row.direction_ok, row.magnitude_ok) == ("+0.0%", None, True)
+    assert row.outcome is Outcome.UNREACHED and row.reason == UNSATURATED  # the load's
+    assert row.unreached == (
+        "the targets are not saturated: FIFO throughput grows +20.0% from 1000 to 1400 drafts"
+    )
     # a missing FIFO run at the largest count: not shown saturated
     runs = dict(_batching((20.0, 30.0, 30.0), (20.0, 30.0, 30.0), mode).runs)
     del runs[batching_name("fcfs", 1400)]
     _, row = batching_rows(DsdResults(PLAN.in_mode(mode), runs))
-    assert (row.direction_ok, row.magnitude_ok) == (False, False)
+    assert (row.magnitude_ok, row.outcome) == (False, Outcome.UNREACHED)
     # one draft count: nothing to judge saturation by
     one = DsdPlan(DsdSetup(), ("gsm8k",), ("C1",), (10.0,), (400,))
     res = DsdResults(one, {batching_name(b, 400): run(20.0, 300.0, 40.0) for b in ("fcfs", "lab")})
     _, row = batching_rows(res)
-    assert row.direction_ok is False and "from - to 400 drafts" in row.tolerance
-    # a quick run's sweep that stops short of saturation says so, not LAB's cause
+    assert row.outcome is Outcome.UNREACHED and "from - to 400 drafts" in row.tolerance
+    assert row.unreached.endswith("cannot show it (one draft count, or a FIFO run missing)")
+    # a quick run's sweep that stops short of saturation: not comparable (the quick run's),
+    # its reason the load's, not LAB's
     quick = DsdResults(replace(PLAN, setup=DsdPlan.quick().setup).in_mode(mode),
                        _batching((20.0, 30.0, 36.0), (20.0, 30.0, 36.0), mode).runs)  # fmt: skip
     _, row = batching_rows(quick)
-    assert row.outcome is Outcome.MISS and row.reason == UNSATURATED
-    assert row.cause is UNSATURATED.cause
+    assert (row.outcome, row.unreached, row.reason) == (Outcome.QUICK, "", UNSATURATED)
