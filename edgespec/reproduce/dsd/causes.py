@@ -47,7 +47,10 @@ class DsdCauses:
 WC_DNN = (
     "the paper's WC-DNN and its training data (not published): edgespec's WC-DNN, trained "
     "on its own grid of the same 4-GPU fleet, goes cloud-only where its grid found that "
-    "faster, and its gains differ from the paper's cell by cell"
+    "faster, and its gains differ from the paper's cell by cell; its grid's runs are 20 s "
+    "of Poisson arrivals or DSD-Sim's closed loop (1.7 s think time), not the judged runs' "
+    "120 s at the fitted 17.42 s think time, so how much of the miss is the missing model "
+    "and how much that training is not told apart"
 )
 PROFILES = (
     "DSD's VIDUR profiles and per-pair acceptance (not given): on the roofline presets a "

@@ -182,3 +182,13 @@ def test_quick_run_marks_every_magnitude_but_the_crossover(mode: CostMode) -> No
     assert all(r.quick_run for r in judged if r.claim_id != "D3")
     assert crossover_rows(DsdResults(quick, {}))[0].quick_run == ""
     assert not any(r.quick_run for r in all_rows(DsdResults(full, {})))
+
+
+def test_the_wc_dnn_cause_names_the_training_and_judged_loads() -> None:
+    """The AWC rows' cause says how the WC-DNN's training runs differ from the judged ones
+    (their think times, from the code, so the line cannot drift from them)."""
+    from edgespec.learn.awc.grid import THINK
+    from edgespec.reproduce.dsd.causes import WC_DNN
+
+    assert f"{THINK['think_time_s']} s think time" in WC_DNN
+    assert f"fitted {DsdSetup().think_mean_s:.2f} s think time" in WC_DNN
