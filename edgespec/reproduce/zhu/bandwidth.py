@@ -116,7 +116,8 @@ def z4_rows(draws: Draws, setup: ZhuSetup, quick: str = "") -> list[ClaimRow]:
         for db in G0_READINGS_DB
         if got[("68m-7b", db)][0] > got[("1.1b-7b", db)][0] > got[("1.1b-13b", db)][0]
     ]
-    match = ", ".join(f"{db:g} dB" for db in matching_readings(got)) or "no reading"
+    run = ", ".join(f"{db:g}" for db in G0_READINGS_DB)
+    match = ", ".join(f"{db:g} dB" for db in matching_readings(got)) or f"none of {run} dB"
     rows.append(
         ClaimRow(
             "Z4",

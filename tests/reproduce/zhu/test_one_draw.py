@@ -1,11 +1,11 @@
 """A quick run's few Monte-Carlo draws: no spread is printed for one (a spread of one draw
-says nothing), and Z1's magnitude (the pipeline inside Fig. 6's axes) is marked as the quick
-run's, not compared with the paper's (ADS's side of the axis is its batch limit's:
+says nothing); Z1's pipeline against Fig. 6's axes is shown for scale and never judged
+(the figure prints no numbers; ADS's side of the axis is its batch limit's:
 test_decided_verdicts)."""
 
 from __future__ import annotations
 
-from edgespec.reproduce.claims import Cause, Outcome
+from edgespec.reproduce.claims import Outcome
 from edgespec.reproduce.zhu.claims import z3_rows
 from edgespec.reproduce.zhu.coverage import coverage
 from edgespec.reproduce.zhu.fig6_claims import z1_rows
@@ -26,18 +26,19 @@ def _fig6_draw(proposed_s: float) -> dict[str, float]:
     }
 
 
-def test_z1_s_magnitude_from_one_draw_is_marked_as_the_quick_run_s() -> None:
-    """The pipeline inside Fig. 6's axes: judged in a full run, the run length's in a quick
-    one (one draw's median may lie on either side)."""
+def test_z1_s_axes_row_is_not_judged_in_a_full_run_nor_a_quick_one() -> None:
+    """The pipeline against Fig. 6's axes: the figure prints no numbers, so the row is for
+    scale only, whichever side of the axis the medians lie (a full run's missed, a quick
+    run's was marked as the run length's)."""
     cov = coverage(ZhuSetup(), PLAN)
     # the (LLaMA-68M, LLaMA-7B) pipeline's median above its 150 s axis, one draw's inside it
     draws = [_fig6_draw(160.0), _fig6_draw(120.0), _fig6_draw(170.0)]
     full = z1_rows(draws, PLAN, cov)[3]
-    assert (full.magnitude_ok, full.outcome) == (False, Outcome.MISS)
-    quick = z1_rows(draws, PLAN, cov, QUICK)[3]
-    assert quick.verdict == "direction –, magnitude – (quick run)"
-    assert quick.outcome is Outcome.QUICK and quick.cause is Cause.QUICK_RUN
-    assert quick.why == f"{Cause.QUICK_RUN.value} — {QUICK}"
+    assert (full.magnitude_ok, full.outcome, full.note) == (
+        None, Outcome.NOT_JUDGED, "for scale: beyond the axes",
+    )  # fmt: skip
+    quick = z1_rows(draws[1:2], PLAN, cov, QUICK)[3]
+    assert (quick.outcome, quick.note) == (Outcome.NOT_JUDGED, "for scale: inside the axes")
 
 
 def _sweep_draw(gain: float) -> dict[str, float]:
