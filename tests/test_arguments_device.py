@@ -171,6 +171,12 @@ def test_cuda_without_cuda_fails_before_any_weight_loads(
             "on a GPU with --llamacpp-gpu-layers N",
         ),
         (
+            ["serve", "--target", "never-loaded", "--backend", "llamacpp", "--dtype",
+             "bfloat16"],
+            "edgespec serve: --dtype bfloat16 is for --backend transformers; llama.cpp runs the "
+            "GGUF file's own quantization",
+        ),
+        (
             ["draft", "--server", "127.0.0.1:1", "--prompt", "a", "--backend", "llamacpp",
              "--device", "cuda:0"],
             "edgespec draft: --device cuda:0 is for --backend transformers",

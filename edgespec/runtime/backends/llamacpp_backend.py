@@ -157,6 +157,11 @@ class LlamaCppTarget:
     def sequences(self) -> int:
         return self._pool.size
 
+    @property
+    def gpu_note(self) -> str:
+        """What serving says of the context's GPU layers (none on a build without a GPU)."""
+        return self._ctx.gpu_note
+
     def close(self) -> None:
         with self._lock:
             self._ctx.close()

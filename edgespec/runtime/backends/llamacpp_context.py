@@ -39,6 +39,7 @@ import numpy.typing as npt
 from edgespec.errors import UserInputError
 from edgespec.models.gguf_file import declared_stop_ids, gguf_problem, unusable_gguf
 from edgespec.runtime.backends.exactness import InexactBackendError
+from edgespec.runtime.backends.llamacpp_checks import check_settings, gpu_layers_note
 
 TILED_MM_ENV = "GGML_CPU_TILED_MM"
 INSTALL_HINT = (
@@ -151,6 +152,8 @@ class LlamaContext:
         )
         if not self._model:
             raise LlamaCppUnavailableError(_refusal(settings.model_path))
+        check_settings(lib, self._model, settings.context_tokens)
+        self.gpu_note = gpu_layers_note(lib, settings.gpu_layers)  # serve says it
         params = lib.llama_context_default_params()
         params.n_ctx = settings.sequences * settings.context_tokens
         params.n_batch = params.n_ubatch = settings.batch_tokens

@@ -91,6 +91,11 @@ def target_choice(args: argparse.Namespace, target: str, threads: int | None) ->
             f"--device {args.device} is for --backend transformers; llama.cpp puts layers on "
             "a GPU with --llamacpp-gpu-layers N"
         )
+    if getattr(args, "dtype", None) is not None:
+        raise UserInputError(
+            f"--dtype {args.dtype} is for --backend transformers; llama.cpp runs the GGUF "
+            "file's own quantization"
+        )
     from edgespec.runtime.backends.llamacpp_context import LlamaCppSettings, model_file
 
     if llama["llamacpp_sequences"] < 2:
@@ -196,4 +201,8 @@ def load_target(
         "one-at-a-time logits"
     )
     backend = LlamaCppTarget(settings)
+    if backend.max_context_tokens != settings.context_tokens:
+        say(f"llama.cpp rounds each sequence up to {backend.max_context_tokens} tokens")
+    if backend.gpu_note:
+        say(backend.gpu_note)
     return LoadedTarget(backend, backend.hidden_size, None, backend.sequences)

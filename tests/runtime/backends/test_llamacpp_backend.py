@@ -272,3 +272,47 @@ def test_gemmas_hidden_states_on_llamacpp_are_the_final_norms_output() -> None:
     cosine /= np.linalg.norm(b.hidden, axis=1)
     assert cosine.min() > 0.99, cosine
     assert np.array_equal(a.logits.argmax(1), b.logits.argmax(1))
+
+
+def test_a_context_past_the_trained_one_is_refused_before_its_memory() -> None:
+    """The tiny model is trained on 512 tokens: 1,024 a sequence is refused as the model
+    loads, before llama.cpp allocates the context's KV memory (sequences × context, all at
+    once: 100,000,000 took 23 GiB and the process was killed)."""
+    with pytest.raises(UserInputError) as error:
+        LlamaCppTarget(LlamaCppSettings(tiny_gguf(0), 2, 1024, threads=1))
+    assert str(error.value) == (
+        "--llamacpp-context 1024 is past the model's trained context, 512 tokens: give at most 512"
+    )
+    assert (
+        LlamaCppTarget(LlamaCppSettings(tiny_gguf(0), 2, 512, threads=1)).max_context_tokens >= 512
+    )
+
+
+def test_gpu_layers_on_a_build_without_a_gpu_are_said_to_stay_on_the_cpu() -> None:
+    import llama_cpp
+
+    if llama_cpp.llama_supports_gpu_offload():
+        pytest.skip("this llama.cpp build offloads to a GPU")
+    target = LlamaCppTarget(LlamaCppSettings(tiny_gguf(0), 2, 256, threads=1, gpu_layers=5))
+    assert target.gpu_note == (
+        "--llamacpp-gpu-layers 5: this llama.cpp build has no GPU, so every layer runs on the "
+        "CPU (DEPLOY.md: a wheel built for one)"
+    )  # was said nowhere
+    assert LlamaCppTarget(LlamaCppSettings(tiny_gguf(0), 2, 256, threads=1)).gpu_note == ""
+
+
+def test_serving_says_the_context_llama_cpp_rounds_to_and_the_gpu_layers_it_ignores() -> None:
+    """64 tokens a sequence: llama.cpp makes 256 (Health's max_context_tokens), which the
+    start now says; GPU layers on a CPU build are said to stay on the CPU."""
+    from types import SimpleNamespace
+
+    from edgespec.runtime.commands.serve_target import TargetChoice, load_target
+
+    said: list[str] = []
+    settings = LlamaCppSettings(tiny_gguf(0), 2, 64, threads=1, gpu_layers=3)
+    loaded = load_target(TargetChoice("llamacpp", settings), SimpleNamespace(target="tiny"),
+                         False, said.append)  # fmt: skip
+    assert loaded.backend.max_context_tokens == 256
+    assert said[1] == "llama.cpp rounds each sequence up to 256 tokens"
+    note = loaded.backend.gpu_note  # a CPU build's: every layer stays on the CPU
+    assert said[2:] == ([note] if note else []) and (not note or "has no GPU" in note)
