@@ -190,27 +190,34 @@ def _sh_vs_fh(at_rtt50_20: list[float]) -> Latency:
     return latency
 
 
-def test_at_rtt_50_ms_and_20_mbits_the_model_decides_the_sign() -> None:
-    """The row as the paper words it (SH slower below γ = 32, faster from it), shown by
-    construction whatever the runs measured: SH and FH commit the same tokens a round, so
-    the expected round times decide it, and they put SH 0.2 % behind at γ = 32 (a miss
-    at every share, its cause named). The measured verdict is still shown."""
+def test_at_rtt_50_ms_and_20_mbits_the_reading_of_large_windows_decides_the_sign() -> None:
+    """The row as the paper words it (SH slower below γ = 32, faster from it): its verdict
+    turns on where "large windows" begin, an input the paper does not give, so it is a
+    setting naming the readings that turn it (it was shown by construction, its miss
+    labelled a modelling difference). The measured verdict is still shown, and the note
+    keeps why no head changes it: SH and FH commit the same tokens a round."""
     what = "Fig. 4, RTT 50 ms, 20 Mbit/s: sign of SH − FH latency, γ = 10/16/24/32/64"
     crossing = _sh_vs_fh([0.07, 0.05, 0.02, -0.01, -0.03])
     late = _sh_vs_fh([0.072, 0.047, 0.022, 0.004, -0.03])
+    said = {
+        True: 'the reading of "large windows" decides it: read as γ ≥ 32 (chosen) the row '
+        "holds, as γ ≥ 10 or 16 or 24 or 64 it misses",
+        False: 'the reading of "large windows" decides it: read as γ ≥ 32 (chosen) the row '
+        "misses, as γ ≥ 64 it holds",
+    }
     for latency, measured in ((crossing, True), (late, False)):
         row = by_what(v4_rows(results(SHIPPED, COUNTS, latency)))[what]
-        assert row.outcome is Outcome.BY_CONSTRUCTION and row.direction_ok is measured
+        assert row.outcome is Outcome.SETTING and row.direction_ok is measured
+        assert (row.setting, row.by_construction) == (said[measured], "")
         assert row.tolerance == "SH > FH at γ < 32, SH < FH at γ ≥ 32"
         assert row.paper == (
             "SH slower than FH (RTT 50 ms), but FH slightly slower than SH at large windows "
             "(20 Mbit/s)"
         )
-        assert row.by_construction.startswith("a miss at every reject share (a modelling")
-        assert row.reason is not None and row.reason.cause is Cause.MODELLING
+        assert "a miss at every reject share" in row.note
         assert (
             "at γ = 32, 20 Mbit/s, FH's take 52 ms and SH's round trip with its ≈3.2 states 55 ms"
-            in row.by_construction
+            in row.note
         )
 
 
