@@ -35,7 +35,8 @@
   :mod:`.llamacpp_tree`, :mod:`.llamacpp_draft` — llama.cpp: one model and context in the
   exact (batch-invariant) configuration, the ``--backend llamacpp`` target, a pass's decode
   batches (logit rows only where read; hidden states in a batch of their own), token trees
-  on one sequence, and the chain drafter.
+  on one sequence, and the chain drafter; :mod:`.llamacpp_checks`, a served context's
+  settings against the model, before its KV memory is allocated.
 """
 
 from edgespec.runtime.backends.base import (

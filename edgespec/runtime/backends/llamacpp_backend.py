@@ -122,7 +122,7 @@ class LlamaCppTarget:
                 f"a llama.cpp target needs >= 2 sequences (its self-check runs two), got "
                 f"{settings.sequences}"
             )
-        self._ctx = LlamaContext(settings)
+        self._ctx = LlamaContext(settings, served=True)
         self._pool = _SequencePool(settings.sequences)
         self._lock = threading.Lock()
         self.exact = settings.exact

@@ -135,10 +135,9 @@ def _free(lib: ModuleType, batch: Any, ctx: Any, model: Any) -> None:
 class LlamaContext:
     """One llama.cpp model and context (see the module docstring)."""
 
-    def __init__(self, settings: LlamaCppSettings) -> None:
-        self.settings = settings
-        lib = import_llama_cpp(settings.exact)
-        self._lib = lib
+    def __init__(self, settings: LlamaCppSettings, served: bool = False) -> None:
+        """``served``: a server's target, whose context a flag sets (checked at load)."""
+        self.settings, self._lib = settings, (lib := import_llama_cpp(settings.exact))
         _init_backend(lib)
         if not settings.model_path.is_file():
             raise LlamaCppUnavailableError(f"model file {str(settings.model_path)!r} not found")
@@ -152,7 +151,8 @@ class LlamaContext:
         )
         if not self._model:
             raise LlamaCppUnavailableError(_refusal(settings.model_path))
-        check_settings(lib, self._model, settings.context_tokens)
+        if served:
+            check_settings(lib, self._model, settings.context_tokens)
         self.gpu_note = gpu_layers_note(lib, settings.gpu_layers)  # serve says it
         params = lib.llama_context_default_params()
         params.n_ctx = settings.sequences * settings.context_tokens
