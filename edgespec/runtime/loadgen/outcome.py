@@ -11,12 +11,14 @@ from edgespec.runtime.loadgen.messages import Failed, Finished
 @dataclass(frozen=True, slots=True)
 class FaultEvent:
     """A fault as applied: when (seconds after the start), what, and how long the server
-    took to come back (restarts)."""
+    took to come back (restarts); ``due_s``: when ``--faults`` asked for it (a fault due
+    while a restart runs is applied once it ends)."""
 
     kind: str
     at_s: float
     detail: str
     restart_s: float | None = None
+    due_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from edgespec.runtime.loadgen.outcome import RunOutcome
 from edgespec.runtime.loadgen.scrape import Agreement, ServerFigures
 
 MESSAGE_CHARS = 160  # an error message as the Markdown quotes it
+LATE_FAULT_S = 0.5  # a fault applied this much after it was due says when it was due
 SERVER_SIDE = ("throughput_tokens_per_s", "num_batches", "num_forwarded_tokens",
                "num_cached_tokens", "mean_batch_size", "batch_sizes", "server_busy_s",
                "server_utilization", "mean_server_utilization")  # fmt: skip
@@ -232,7 +233,9 @@ def markdown(report: LoadReport) -> str:
     lines += _check_lines(report)
     for f in o.faults:
         back = "" if f.restart_s is None else f"; serving again after {f.restart_s:.1f} s"
-        lines.append(f"- fault at {f.at_s:.1f} s: {f.kind}: {f.detail}{back}")
+        late = f.due_s is not None and f.at_s - f.due_s > LATE_FAULT_S
+        due = f" (due at {f.due_s:.1f} s: a restart before it was still running)" if late else ""
+        lines.append(f"- fault at {f.at_s:.1f} s{due}: {f.kind}: {f.detail}{back}")
     return "\n".join(lines)
 
 

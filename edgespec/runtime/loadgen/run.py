@@ -9,7 +9,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
@@ -136,8 +136,9 @@ class LoadRun:
             self._faults.append(FaultEvent(fault.kind, at_s, "server killed, started again",
                                            seconds))  # fmt: skip
             self._say(f"[{at_s:6.1f} s] server killed; serving again after {seconds:.1f} s")
-            return
-        self._kill_clients(fault.count, time.monotonic() - start_s, end_s)
+        else:
+            self._kill_clients(fault.count, time.monotonic() - start_s, end_s)
+        self._faults[-1] = replace(self._faults[-1], due_s=fault.at_s)  # a restart holds later ones
 
     def _kill_clients(self, count: int, at_s: float, end_s: float) -> None:
         """Kill ``count`` client processes, taken in turn (at most the live ones: after the

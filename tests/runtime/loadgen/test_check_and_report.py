@@ -119,3 +119,21 @@ def test_agreement_is_the_counters_increase_against_the_clients_counts() -> None
     assert (committed.server, committed.clients, committed.agrees) == (4.0, 5.0, False)
     assert rows["edgespec_opened_sessions_total"].clients == 3  # two requests, one reconnect
     assert rows["edgespec_drafted_tokens_total"].clients == 12
+
+
+def test_a_fault_a_restart_held_up_says_when_it_was_due() -> None:
+    """A kill-clients due at 2 s while a restart ran until 5.8 s: applied then, and the
+    report says it was due at 2 s (it read as if asked for at 5.8 s, after the arrivals)."""
+    from dataclasses import replace
+
+    restart = FaultEvent("restart-server", 1.2, "server killed, started again", 4.6, due_s=1.0)
+    held = FaultEvent("kill-clients", 5.8, "1 client processes (1 clients) killed", due_s=2.0)
+    text = markdown(_report(replace(_outcome(), faults=(restart, held))))
+    assert (
+        "- fault at 1.2 s: restart-server: server killed, started again; serving again "
+        "after 4.6 s" in text
+    )  # on time (within 0.5 s): no due time
+    assert (
+        "- fault at 5.8 s (due at 2.0 s: a restart before it was still running): "
+        "kill-clients: 1 client processes (1 clients) killed" in text
+    )
