@@ -9,6 +9,7 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from edgespec.errors import UserInputError
 from edgespec.runtime.loadgen.messages import Finished
 from edgespec.runtime.loadgen.outcome import RunOutcome
 
@@ -29,17 +30,32 @@ NO_PAGE = "no Prometheus page (--metrics-url)"
 
 
 def scrape(url: str, timeout_s: float = 10.0) -> dict[str, float]:
-    """Every unlabelled sample of ``url`` (a Prometheus text page) by name."""
+    """Every unlabelled sample of ``url`` (a Prometheus text page) by name; a page that
+    cannot be read or is no Prometheus page is a :class:`ScrapeError` saying why."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    with urllib.request.urlopen(url, timeout=timeout_s) as response:
-        text = response.read().decode()
-    return {
-        s.name: float(s.value)
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-        if not s.labels
-    }
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            text = response.read(MAX_PAGE_BYTES + 1).decode()
+        if len(text) > MAX_PAGE_BYTES:
+            raise ValueError(f"a page over {MAX_PAGE_BYTES} bytes")
+        return {
+            s.name: float(s.value)
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if not s.labels
+        }
+    except (OSError, ValueError) as exc:  # urllib's URLError is an OSError
+        why = getattr(exc, "reason", None) or exc
+        raise ScrapeError(f"--metrics-url {url}: cannot read a Prometheus page: {why}") from None
+
+
+MAX_PAGE_BYTES = 16 << 20
+"""The most of a Prometheus page read (the server's is a few KiB)."""
+
+
+class ScrapeError(UserInputError):
+    """The ``--metrics-url`` page could not be read, or is no Prometheus page."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from edgespec.runtime.loadgen.check import CheckResult, centralized_outputs, che
 from edgespec.runtime.loadgen.outcome import RunOutcome
 from edgespec.runtime.loadgen.report import LoadReport, run_metrics
 from edgespec.runtime.loadgen.run import LoadRun, new_run_tag
-from edgespec.runtime.loadgen.scrape import compared, scrape, server_figures
+from edgespec.runtime.loadgen.scrape import ScrapeError, compared, scrape, server_figures
 from edgespec.runtime.loadgen.server_process import ServerProcess, free_port
 from edgespec.runtime.loadgen.spec import LoadSpec, Mode, ServerAccess
 
@@ -196,12 +196,23 @@ class BenchSession:
                   f"{load.duration_s:g} s of arrivals; request ids {tag}.*")  # fmt: skip
         outcome = LoadRun(load, self._access, prompts, vocab_size, self._server,
                           self._draft_dir, self._say, tag).run()  # fmt: skip
-        after = self._scrape()
+        after = self._scrape(after_load=True)
         orphaned = self._orphaned_sessions()
         return self._report(load, outcome, prompts, before, after, orphaned)
 
-    def _scrape(self) -> dict[str, float] | None:
-        return None if self._metrics_url is None else scrape(self._metrics_url)
+    def _scrape(self, after_load: bool = False) -> dict[str, float] | None:
+        """The ``--metrics-url`` page (``None`` without one). Unreadable before the load it
+        stops the bench (a usage error); after it, the run's report stands without the
+        server's counters, and a line says why."""
+        if self._metrics_url is None:
+            return None
+        try:
+            return scrape(self._metrics_url)
+        except ScrapeError as exc:
+            if not after_load:
+                raise
+            self._say(f"{exc}; the server's counters are not compared")
+            return None
 
     def _orphaned_sessions(self) -> int:
         """The sessions the server holds once the load ended; the bench's own server is

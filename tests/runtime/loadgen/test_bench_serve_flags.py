@@ -208,3 +208,79 @@ def test_the_sampling_flags_are_every_requests_sampling() -> None:
         max_new_tokens=12, stop_token_ids=(1, 9), logit_bias=((5, -100.0), (7, 2.0)),
         repetition_penalty=1.2,
     )  # fmt: skip
+
+
+def test_a_metrics_url_that_cannot_be_read_is_one_line_before_any_request(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Nothing listening, no scheme, or a page that is no Prometheus page: one line naming
+    the flag, exit 2, before a client process starts (was a 71-line traceback)."""
+    import http.server
+    import threading
+
+    from tests.runtime.loadgen.test_bench_serve import _secured_server
+
+    (tmp_path / "index.html").write_text("<!DOCTYPE HTML><html></html>\n")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, directory=str(tmp_path), **kwargs)  # type: ignore[misc, arg-type]
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    html = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=html.serve_forever, daemon=True).start()
+    pages = {
+        "http://127.0.0.1:1/metrics": "Connection refused",
+        "127.0.0.1:9/metrics": "unknown url type",
+        f"http://127.0.0.1:{html.server_address[1]}/": "invalid metric name",
+    }
+    try:
+        with _secured_server() as server:
+            for url, why in pages.items():
+                flags = ["bench", "serve", "--server", f"127.0.0.1:{server.port}",
+                         "--auth-token", "tok-a", "--metrics-url", url, "--clients", "1",
+                         "--procs", "1", "--duration-s", "1", "--no-check"]  # fmt: skip
+                assert main(flags) == 2
+                err = capsys.readouterr().err.strip().splitlines()
+                assert len(err) == 1 and err[0].startswith(
+                    f"edgespec bench serve: --metrics-url {url}: cannot read a Prometheus page: "
+                ), err
+                assert why in err[0]
+                assert server.service is not None and server.service.stats().num_sessions == 0
+    finally:
+        html.shutdown()
+
+
+def test_a_metrics_page_gone_after_the_load_keeps_the_report(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read before the load, unreadable after it: the run's report stands (the server's
+    counters not compared) and a line says why; it threw the finished run away."""
+    from edgespec.runtime.loadgen import session
+    from edgespec.runtime.loadgen.scrape import ScrapeError
+    from tests.runtime.loadgen.test_bench_serve import _secured_server
+
+    calls: list[str] = []
+
+    def once(url: str, timeout_s: float = 10.0) -> dict[str, float]:
+        calls.append(url)
+        if len(calls) > 1:
+            raise ScrapeError(f"--metrics-url {url}: cannot read a Prometheus page: gone")
+        return {}
+
+    monkeypatch.setattr(session, "scrape", once)
+    with _secured_server() as server:
+        flags = ["bench", "serve", "--server", f"127.0.0.1:{server.port}", "--auth-token",
+                 "tok-a", "--metrics-url", "http://127.0.0.1:1/metrics", "--clients", "1",
+                 "--procs", "1", "--duration-s", "1", "--max-new-tokens", "2",
+                 "--no-check"]  # fmt: skip
+        assert main(flags) == 0
+    captured = capsys.readouterr()
+    assert len(calls) == 2
+    assert (
+        "--metrics-url http://127.0.0.1:1/metrics: cannot read a Prometheus page: gone; the "
+        "server's counters are not compared" in captured.err
+    )
+    assert "goodput" in captured.out
