@@ -282,7 +282,9 @@ def _report(
     print("\n\n".join(markdown(r) for r in reports))
     result = summary(reports)
     if len(reports) > 1:
-        print(f"\ngoodput {' / '.join(modes)}: {result['goodput_ratio']:.2f}")
+        ratio = result["goodput_ratio"]  # None: the second mode had no goodput to divide by
+        shown = f"{ratio:.2f}" if ratio is not None else f"n/a ({modes[1]}: no goodput)"
+        print(f"\ngoodput {' / '.join(modes)}: {shown}")
     if args.json is not None:  # its folder was found writable when the flags were read
         args.json.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomically(args.json, json.dumps(result, indent=2, allow_nan=False) + "\n")

@@ -284,3 +284,23 @@ def test_a_metrics_page_gone_after_the_load_keeps_the_report(
         "server's counters are not compared" in captured.err
     )
     assert "goodput" in captured.out
+
+
+def test_two_modes_whose_second_has_no_goodput_still_report_and_write_the_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every request refused in both modes: the goodput ratio has nothing to divide by, so
+    it is n/a (null in the JSON); it crashed formatting None and wrote no JSON."""
+    from tests.runtime.loadgen.test_bench_serve import _secured_server
+
+    out = tmp_path / "r.json"
+    with _secured_server() as server:
+        rc = main(["bench", "serve", "--server", f"127.0.0.1:{server.port}", "--auth-token",
+                   "tok-a", "--clients", "1", "--procs", "1", "--duration-s", "1",
+                   "--max-new-tokens", "5000", "--mode", "distributed,centralized",
+                   "--json", str(out)])  # fmt: skip
+    captured = capsys.readouterr()
+    assert rc == 1
+    assert "goodput distributed / centralized: n/a (centralized: no goodput)" in captured.out
+    data = json.loads(out.read_text())
+    assert data["goodput_ratio"] is None and len(data["runs"]) == 2
