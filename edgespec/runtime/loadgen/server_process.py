@@ -96,6 +96,7 @@ class ServerProcess:
         if self._proc is None or self._proc.poll() is not None:
             return
         self._proc.send_signal(signal.SIGTERM)
+        self._proc.send_signal(signal.SIGCONT)  # a server paused (pause()) acts on it now
         try:
             self._proc.wait(10)
         except subprocess.TimeoutExpired:

@@ -29,3 +29,21 @@ def test_a_server_started_ignoring_sigint_stops_cleanly_at_once(tmp_path: Path) 
     took_s = time.monotonic() - started
     assert log.read_text().splitlines()[-1] == "edgespec serve: terminated"
     assert took_s < 5.0
+
+
+def test_a_paused_server_stops_cleanly_at_once(tmp_path: Path) -> None:
+    """Stopped while a restart fault has it paused (SIGSTOP: Ctrl-C at that moment): the
+    SIGTERM waited until the 10 s kill; it is resumed to act on it now."""
+    from edgespec.runtime.testing import synthetic_target
+
+    synthetic_target(2, 64).save_pretrained(tmp_path / "target")
+    log = tmp_path / "server.log"
+    server = ServerProcess(["--target", str(tmp_path / "target"), "--threads", "1"],
+                           free_port(), log)  # fmt: skip
+    server.start()
+    server.pause()
+    started = time.monotonic()
+    server.stop()
+    took_s = time.monotonic() - started
+    assert log.read_text().splitlines()[-1] == "edgespec serve: terminated"
+    assert took_s < 5.0
