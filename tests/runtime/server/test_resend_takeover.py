@@ -149,7 +149,8 @@ def test_a_long_prompts_parts_go_on_for_a_resend(target: TransformersTarget) -> 
     queued, again, passes, stats = asyncio.run(scenario())
     assert queued == 0  # nobody waited: the parts stopped until the resend
     assert isinstance(again, VerifyReply)
-    assert again.queue_s >= 0.3  # the 0.3 s left between parts: its arrival is kept
+    assert again.queue_s + again.verify_s >= 0.4  # from the first sending: its arrival kept
+    assert again.queue_s >= 0.2  # most of the 0.3 s left between parts (a part may overlap)
     assert again.verify_s >= 0.05  # its first part, held 0.05 s, is verifying
     assert again.outcome.committed_token_ids == target_greedy_decode(target, LONG, 4)
     assert passes == [[8], [8], [8], [8], [7], [4]]
