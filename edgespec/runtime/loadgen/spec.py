@@ -224,17 +224,17 @@ def parse_faults(text: str) -> tuple[Fault, ...]:
                 f"--faults expects KIND@SECONDS[:COUNT] items, KIND one of "
                 f"{', '.join(FAULT_KINDS)}; got {item!r}"
             )
-        at_text, _, count_text = when.partition(":")
+        at_text, colon, count_text = when.partition(":")
         try:
             at_s = float(at_text)
-            count = int(count_text) if count_text else 1
+            count = int(count_text) if count_text or colon else 1  # "@2:": no count is none
         except ValueError:
             raise UserInputError(
                 f"--faults: {item!r} has a time or count that is not a number"
             ) from None
         if not (at_s > 0 and math.isfinite(at_s)) or count < 1:
             raise UserInputError(f"--faults: {item!r} needs a time > 0 and a count ≥ 1")
-        if kind == "restart-server" and count_text:
+        if kind == "restart-server" and colon:
             raise UserInputError(f"--faults: {item!r}: restart-server takes no count")
         faults.append(Fault(kind, at_s, count))  # type: ignore[arg-type]
     return tuple(sorted(faults, key=lambda f: f.at_s))

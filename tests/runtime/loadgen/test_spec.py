@@ -79,6 +79,11 @@ def test_faults_are_sorted_by_time_with_counts() -> None:
                               "a number"),
         ("kill-clients@0", "--faults: 'kill-clients@0' needs a time > 0 and a count ≥ 1"),
         ("restart-server@5:2", "--faults: 'restart-server@5:2': restart-server takes no count"),
+        # a colon with no count after it is a mistake, not the default count (was accepted)
+        ("restart-server@2:", "--faults: 'restart-server@2:' has a time or count that is not "
+                              "a number"),
+        ("kill-clients@2:", "--faults: 'kill-clients@2:' has a time or count that is not "
+                            "a number"),
     ],
 )  # fmt: skip
 def test_fault_mistakes(text: str, message: str) -> None:
