@@ -13,6 +13,7 @@ half-written."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -135,11 +136,7 @@ def claim_folder(
     if out is None:
         if overwrite:
             raise UserInputError(OVERWRITE_NEEDS_OUT)
-        folder, count = default, 1
-        while folder.exists():
-            count += 1
-            folder = default.with_name(f"{default.name}-{count}")
-        return folder
+        return next(folder for folder in numbered(default) if not folder.exists())
     check_run_paths(out, run_files)
     kept = {path.resolve() for path in keep}
     patterns = (*run_files, *recorded)
@@ -154,6 +151,13 @@ def claim_folder(
     if remove:
         _remove(out, found)
     return out
+
+
+def numbered(default: Path) -> Iterator[Path]:
+    """``default``, then ``default-2``, ``-3`` ...: a new run folder's names in turn."""
+    yield default
+    for count in itertools.count(2):
+        yield default.with_name(f"{default.name}-{count}")
 
 
 def _remove(out: Path, files: Sequence[Path]) -> None:

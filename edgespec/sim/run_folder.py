@@ -28,7 +28,7 @@ from pathlib import Path
 
 from edgespec.config import ConfigError
 from edgespec.errors import UserInputError
-from edgespec.output_paths import check_writable, claim_folder
+from edgespec.output_paths import check_writable, claim_folder, numbered
 
 MAX_NAME_BYTES = 200
 """The longest scenario name (UTF-8 bytes): ``<name>-<time>-N`` stays within the 255 bytes
@@ -74,16 +74,15 @@ def _reserved(default: Path) -> Path:
     """``default``, or ``default-2``, ``-3`` ... while taken, made by an exclusive
     ``mkdir`` (its parents as needed), so that no other run (another process claiming in
     the same second) gets the same folder."""
-    count = 1
-    folder = default
+    names = numbered(default)
+    folder = next(names)
     for _ in range(10_000):
         try:
             default.parent.mkdir(parents=True, exist_ok=True)
             folder.mkdir()
             return folder
         except FileExistsError:
-            count += 1
-            folder = default.with_name(f"{default.name}-{count}")
+            folder = next(names)
         except FileNotFoundError:  # the parent removed meanwhile (another run's, failing)
             continue
         except OSError as exc:

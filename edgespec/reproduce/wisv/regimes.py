@@ -111,7 +111,7 @@ def sign_rows(res: WisvResults) -> list[ClaimRow]:
     unstated = " / ".join(pct(d) for d in _signs(res, 500.0, 5.0, "sh", "fh"))
     for (rtt, rate), (paper, tolerance, signs) in stated().items():
         diffs = _signs(res, rate, rtt, "sh", "fh")
-        ok = all(d * sign > 0 for d, sign in zip(diffs, signs, strict=True) if sign is not None)
+        ok = not _off(diffs, signs)
         note = "(SH − FH) / FH per window, measured; the link costs decide it, not the head"
         if rtt == 5.0:
             note += f"; at 500 Mbit/s (no claim): {unstated}"
@@ -134,11 +134,7 @@ def reading_decides(diffs: list[float], rtt: float, rate: float, ok: bool) -> st
     decides the row's verdict, which other readings turn: why (a setting, not a claim, as
     a chosen input that decides a verdict is in Zhu's rows); empty where every reading
     among Fig. 4's windows gives the same verdict."""
-    verdicts = {
-        g: all(d * sign > 0 for d, sign in zip(diffs, stated(g)[(rtt, rate)][2], strict=True)
-               if sign is not None)
-        for g in GAMMAS
-    }  # fmt: skip
+    verdicts = {g: not _off(diffs, stated(g)[(rtt, rate)][2]) for g in GAMMAS}
     if len(set(verdicts.values())) == 1:
         return ""
     other = [g for g, held in verdicts.items() if held != ok]
