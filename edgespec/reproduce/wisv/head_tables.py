@@ -52,6 +52,17 @@ class HeadTable:
             "label_shares": None if self.label_shares is None else list(self.label_shares),
         }
 
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> HeadTable:
+        """The inverse of :meth:`to_dict`."""
+        shares, qualities, labels = data["channel_shares"], data["qualities"], data["label_shares"]
+        return HeadTable(
+            (float(shares[0]), float(shares[1])),
+            (float(qualities[0]), float(qualities[1])),
+            data["budget"],
+            None if labels is None else (float(labels[0]), float(labels[1])),
+        )
+
 
 def _labels(data: Any, path: Path) -> tuple[str | None, tuple[float, float] | None]:
     """A table's ``budget`` and ``label_reject_share`` (poor, good), each ``None`` where

@@ -10,7 +10,7 @@ rounds per answer, throughput (tokens per answer / latency).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -206,6 +206,25 @@ def results_dict(res: WisvResults) -> dict[str, Any]:
         "heads": {name: head.to_dict() for name, head in res.heads.items()},
         "runs": {name: asdict(summary) for name, summary in sorted(res.runs.items())},
     }
+
+
+def results_from_dict(data: Mapping[str, Any], plan: WisvPlan) -> WisvResults:
+    """The inverse of :func:`results_dict`: a results.json read back as ``plan``'s results,
+    so that the rows can be rebuilt without running anything. Results whose setup or
+    answers per run are not ``plan``'s are refused, naming the first field that differs."""
+    want = {**plan.setup.to_dict(), "answers_per_run": plan.answers}
+    stored = {**data["setup"], "answers_per_run": data["answers_per_run"]}
+    for key in sorted(want.keys() | stored.keys()):
+        if want.get(key) != stored.get(key):
+            raise ValueError(
+                f"results for wisv: setup {key} is {stored.get(key)!r}, the plan's is "
+                f"{want.get(key)!r}: these results are not this plan's"
+            )
+    runs = {name: WisvRunSummary(**summary) for name, summary in data["runs"].items()}
+    ablation = any(name.startswith(f"{ABLATION}-") for name in runs)
+    heads = {name: HeadTable.from_dict(head) for name, head in data["heads"].items()}
+    shares = {name: dict(by_link) for name, by_link in data["reject_shares"].items()}
+    return WisvResults(plan, runs, shares, ablation, dict(data["held_out_mismatches"]), heads)
 
 
 def run_wisv(
