@@ -16,7 +16,9 @@ from edgespec.policies.params import PolicyParamError
 def _take_within_limits(
     candidates: Iterable[PendingVerification], limits: BatchLimits
 ) -> tuple[int, ...]:
-    """Greedily take candidates in order while the batch stays within ``limits``.
+    """Greedily take candidates in order while the batch stays within ``limits``: one that
+    would break the token or context limit is skipped and a later, smaller one may join
+    (first fit); the batch size limit ends the batch.
 
     The first candidate is always taken, even if it alone exceeds a token limit:
     otherwise an oversized request would block the queue forever.
@@ -45,7 +47,9 @@ _plan = frozen_builder(BatchPlan)  # BatchPlan(entry_ids, reason), built once pe
 
 @dataclass(frozen=True, slots=True)
 class FcfsBatching:
-    """First come, first served (SLED-style FIFO): the oldest entries, in arrival order."""
+    """First come, first served (SLED-style FIFO): the oldest entries, in arrival order; one
+    that would break the token or context limit waits, and a later entry that fits joins
+    (first fit, :func:`_take_within_limits`: no head-of-line blocking)."""
 
     def select(
         self, queue: Sequence[PendingVerification], now_s: float, limits: BatchLimits

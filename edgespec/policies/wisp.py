@@ -9,8 +9,9 @@ queued verification i gets
   batch time, T̂({i}) − c with T̂ the fitted Eq. 19 estimator (the fixed cost c is paid once
   per batch, whoever is in it);
 * m̂_i = its context tokens (the KV it occupies), against M = ``limits.max_context_tokens``;
-* U_i = ĝ_i / v̂_i (Eq. 16) and LST_i = d_i − T̂({i}) − δ (Eq. 17): the latest time at which
-  a batch holding i alone can start and still meet d_i, less the guard δ.
+* U_i = ĝ_i / v̂_i (Eq. 16) and LST_i = d_i − T̂({i}) − δ (Eq. 17, with a batch's whole
+  time T̂({i}) where the paper writes v̂_i: docs/REPRODUCE.md, *WISP*): the latest time at
+  which a batch holding i alone can start and still meet d_i, less the guard δ.
 
 Requests with t ≥ LST_i are *critical* and go first in deadline order (EDF); the rest
 follow by decreasing utility (ties: the oldest first). Both loops add while FEASIBLEADD

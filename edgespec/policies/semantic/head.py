@@ -180,7 +180,8 @@ class DecisionHead:
         z = (x - self.mean) / self.scale
         hidden = np.maximum(z @ self.w1 + self.b1, 0.0)
         logit = (hidden @ self.w2 + self.b2)[:, 0]
-        return 1.0 / (1.0 + np.exp(-logit))
+        with np.errstate(over="ignore"):  # g ≪ 0: exp(−g) = inf, and σ = 1 / inf = 0 exactly
+            return 1.0 / (1.0 + np.exp(-logit))
 
     def rejects(self, x: FloatArray, threshold: float) -> npt.NDArray[np.bool_]:
         """Eq. 27: reject iff p ≥ τ(threshold). A p that is not a number (inputs past what

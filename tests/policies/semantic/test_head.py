@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -71,6 +72,17 @@ def test_the_ends_are_exact_whatever_the_logit(logit: float) -> None:
     p = head.rejection_probability(x)
     assert rejected_at(p, 16).tolist() == [False] * 3 and rejected_at(p, 0).tolist() == [True] * 3
     assert head.rejects(x, 15).tolist() == [logit >= 2.8] * 3  # σ(2.8) ≈ 0.943 ≥ 15/16
+
+
+def test_a_logit_far_below_zero_is_p_0_without_an_overflow_warning() -> None:
+    """exp(−g) overflows from g ≈ −710 on: σ is then exactly 0, and no RuntimeWarning is
+    raised (a warning is an error under ``-W error``)."""
+    head = constant_logit_head(-1000.0)
+    x = head.inputs(np.zeros((2, 2)), np.zeros((2, 1)), (0.0,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert head.rejection_probability(x).tolist() == [0.0, 0.0]
+        assert head.rejects(x, 1).tolist() == [False, False]
 
 
 def test_the_rule_in_words_says_the_ends() -> None:
