@@ -179,7 +179,7 @@ def _simulated(
         chosen = select_batch(server, NOW_S, recording, limits, rule)  # type: ignore[arg-type]
         assert chosen
         for s in chosen:  # a prefill part's block comes back, as in the real scheduler
-            requeue_part(s, server)
+            requeue_part(s, server, 0.0)
     return recording
 
 

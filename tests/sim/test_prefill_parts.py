@@ -73,3 +73,31 @@ def test_decodes_first_keeps_short_sessions_going_while_long_prompts_fill_the_ba
     assert _first_token_s(first, 16) < 0.6 * _first_token_s(fcfs, 16)
     assert _first_token_s(first, 400) > _first_token_s(fcfs, 400)
     assert first.batches != fcfs.batches
+
+
+def test_a_prefill_parts_passes_are_verification_not_queueing() -> None:
+    """One device alone on its server, so that no block ever waits for another: every
+    round's queue_s is 0 and its verify_s is the sum of its passes' times (the parts' and
+    the last), as the real server's scheduler counts them (``parts_s``); a 400-token prompt
+    in 32-token parts takes 13 passes. The request records sum the rounds'."""
+    data = tiny_scenario()
+    data["auto_topology"]["devices"][0]["count"] = 1
+    data["auto_topology"]["servers"][0].update(count=1, max_batch_tokens=64)
+    data["workload"] = {"kind": "closed_loop", "prompt_tokens": [400], "output_tokens": [20],
+                        "think_time_s": 0.5}  # fmt: skip
+    result = simulate(
+        scenario_from_dict(data, ["duration_s=5", f"{PARTS}=32", "record_rounds=true"])
+    )
+    firsts = [r for r in result.rounds if r.round_index == 0]
+    assert len(firsts) >= 2 and len(result.rounds) > len(firsts)
+    batches = sorted(result.batches, key=lambda b: b.start_s)
+    for r in result.rounds:
+        assert r.queue_s == pytest.approx(0.0, abs=1e-12)
+        done_s = r.end_s - r.downlink_s  # the verdict's time (its last pass's end)
+        passes = [b for b in batches if r.start_s + r.draft_s <= b.start_s and b.end_s <= done_s]
+        assert len(passes) == (13 if r.round_index == 0 else 1)
+        assert r.verify_s == pytest.approx(sum(b.end_s - b.start_s for b in passes), abs=1e-12)
+    for request in result.requests:
+        mine = [r for r in result.rounds if r.request_id == request.request_id]
+        assert request.queue_s == pytest.approx(0.0, abs=1e-9)
+        assert request.verify_s == pytest.approx(sum(r.verify_s for r in mine), abs=1e-9)

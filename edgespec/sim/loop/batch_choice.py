@@ -83,15 +83,18 @@ def pending_entry(
     )
 
 
-def requeue_part(s: Session, server: ServerState) -> bool:
-    """After a batch: when ``s``'s pass was a prefill part (:func:`next_part`), ``server``
-    keeps its KV and ``s`` goes back to the queue's end, its block's arrival and deadline
-    unchanged (the real server's scheduler does the same); ``False`` for a whole pass."""
+def requeue_part(s: Session, server: ServerState, pass_s: float) -> bool:
+    """After a batch of ``pass_s`` seconds: when ``s``'s pass was a prefill part
+    (:func:`next_part`), ``server`` keeps its KV and ``s`` goes back to the queue's end, its
+    block's arrival and deadline unchanged and the pass counted as its verification time,
+    not its queueing (``Session.parts_s``; the real server's scheduler does the same);
+    ``False`` for a whole pass."""
     entry = s.pending
     assert entry is not None
     context = s.request.num_prompt_tokens + s.committed
     if entry.num_cached_tokens + entry.num_new_tokens >= context + s.sent:
         return False
+    s.parts_s += pass_s
     server.store_part(s.index, entry.num_cached_tokens + entry.num_new_tokens)
     server.queue.append(s)
     return True

@@ -104,7 +104,7 @@ class ReferenceLoop(DeviceLoop):
         depth = len(server.queue)  # reported with the verdict (the loop leaves it alone)
         server.running = frozenset(s.index for s in batch)  # kept longest between parts
         for s in batch:
-            if server.part_tokens is not None and requeue_part(s, server):  # decided later
+            if server.part_tokens is not None and requeue_part(s, server, t - start):  # later
                 continue
             self._verdict(s, server, t, start, depth, len(batch))
             state.num_rounds += 1
@@ -130,9 +130,10 @@ class ReferenceLoop(DeviceLoop):
         s.num_drafted += s.sent
         s.num_accepted += num_acc
         s.num_positions += gamma
-        queued = start - s.enqueued_s
+        queued = start - s.enqueued_s - s.parts_s  # a prefill part's pass is verification
         s.queue_s += queued
-        verify = t - start
+        verify = t - start + s.parts_s
+        s.parts_s = 0.0
         if s.fused:
             verdict = (num_acc, committed, queued, verify, depth, size)
             self.fused_runs.verdict(server, s, t, verdict, deadline)

@@ -79,6 +79,7 @@ class Session:
         "num_drafted",
         "num_positions",
         "num_rounds",
+        "parts_s",
         "passes",
         "pending",
         "pre_accepted",
@@ -140,6 +141,7 @@ class Session:
         self.draft_s = self.network_s = self.queue_s = self.verify_s = 0.0
         self.first_token_s = -1.0
         self.enqueued_s = self.round_start_s = self.round_draft_s = self.round_up_s = 0.0
+        self.parts_s = 0.0  # the queued block's prefill parts' passes so far (verify time)
         self.entry_id = 0
         # What the batching policy sees of the queued block (edgespec.sim.loop.batch_choice).
         self.pending: PendingVerification | None = None
