@@ -35,10 +35,19 @@ def additive_penalty_problem(value: float) -> str | None:
     return None
 
 
+MIN_REPETITION = 2.0**-126
+"""The least repetition penalty: float32's least normal number (a row's logits are float32)."""
+MAX_REPETITION = float(np.finfo(np.float32).max)
+"""The largest repetition penalty: float32's largest number."""
+
+
 def repetition_penalty_problem(value: float) -> str | None:
-    """Why ``value`` is no repetition penalty (a finite number above 0)."""
-    if not (math.isfinite(value) and value > 0):
-        return f"must be a finite number above 0 (1: off), got {value:g}"
+    """Why ``value`` is no repetition penalty (a number in float32's normal range,
+    [:data:`MIN_REPETITION`, :data:`MAX_REPETITION`]: a row's float32 logits are divided or
+    multiplied by it)."""
+    if not (math.isfinite(value) and MIN_REPETITION <= value <= MAX_REPETITION):
+        within = f"must be in [{MIN_REPETITION:.4g}, {MAX_REPETITION:.4g}]"
+        return f"{within} (float32's normal range; 1: off), got {value:g}"
     return None
 
 
@@ -61,11 +70,20 @@ def penalize_rows(
         extra = np.asarray(path, dtype=np.intp)
         if repetition != 1.0:
             ids = np.union1d(seen, extra)
-            values = row[ids]
-            row[ids] = np.where(values > 0, values / np.float32(repetition),
-                                values * np.float32(repetition))  # fmt: skip
+            row[ids] = _repeated(row[ids], repetition)
         if frequency or presence:
             ids, where = np.unique(np.concatenate([output_ids, extra]), return_inverse=True)
             weights = np.concatenate([output_counts, np.ones(len(extra), dtype=np.intp)])
             counts = np.bincount(where, weights=weights)  # whole numbers, exact in float64
             row[ids] -= (frequency * counts + presence).astype(np.float32)
+
+
+def _repeated(values: npt.NDArray[np.float32], repetition: float) -> npt.NDArray[np.float32]:
+    """``values`` under the repetition penalty, in float64 and rounded to float32 once (the
+    float32 division's result, exactly), a positive logit at most float32's largest: a
+    penalty near 0 would make it +inf, and a row holding +inf samples as NaN."""
+    penalty = np.float64(np.float32(repetition))
+    wide = values.astype(np.float64)
+    scaled = np.where(wide > 0, np.minimum(wide / penalty, MAX_REPETITION), wide * penalty)
+    with np.errstate(over="ignore"):  # a negative logit past float32: −inf, as float32 gives
+        return scaled.astype(np.float32)

@@ -24,6 +24,7 @@ against what the target's row leaves after the ones rejected before it).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -192,6 +193,8 @@ def sample_token(probs: FloatArray, rng: np.random.Generator) -> int:
     exactly 1) with one ``rng.random()`` draw, inverting the float64 CDF. The one sampler of
     the project: verification, drafters and every other caller draw tokens through it."""
     cdf = np.cumsum(probs, dtype=np.float64)
+    if not (cdf[-1] > 0 and math.isfinite(cdf[-1])):  # NaN or inf in the row, or no mass
+        raise ValueError(f"cannot draw a token from a row whose mass is {cdf[-1]}")
     u = rng.random() * cdf[-1]
     return int(min(np.searchsorted(cdf, u, side="right"), len(cdf) - 1))
 

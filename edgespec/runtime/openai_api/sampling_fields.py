@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from edgespec.core.penalties import repetition_penalty_problem
 from edgespec.core.sampling_cuts import MAX_BIAS, MAX_LOGIT_BIAS, cuts_on
 from edgespec.core.types import SamplingParams
 from edgespec.core.wire_limits import MAX_LOGPROBS, UINT32_LIMIT, wire_float_problem
@@ -179,13 +180,12 @@ def parse_min_tokens(body: Mapping[str, Any], max_tokens: int) -> int:
 
 
 def _penalties(body: Mapping[str, Any]) -> tuple[float, float, float]:
-    """``repetition_penalty`` (vLLM's: above 0, 1 off), ``frequency_penalty`` and
+    """``repetition_penalty`` (vLLM's: above 0, 1 off; at most float32's normal range,
+    :func:`~edgespec.core.penalties.repetition_penalty_problem`), ``frequency_penalty`` and
     ``presence_penalty`` (OpenAI's: in [-2, 2], 0 off); greedy decoding takes them too."""
     repetition = number_field(body, "repetition_penalty", 1.0, -math.inf, math.inf)
-    if not repetition > 0:
-        given = shown(body["repetition_penalty"])
-        raise invalid(f"repetition_penalty must be above 0 (1: off), got {given}",
-                      param="repetition_penalty")  # fmt: skip
+    if (problem := repetition_penalty_problem(repetition)) is not None:
+        raise invalid(f"repetition_penalty {problem}", param="repetition_penalty")
     frequency = number_field(body, "frequency_penalty", 0.0, -2.0, 2.0)
     return repetition, frequency, number_field(body, "presence_penalty", 0.0, -2.0, 2.0)
 

@@ -247,7 +247,8 @@ def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
         ),
         (
             ["--prompt-ids", "1", "--repetition-penalty", "0"],
-            "--repetition-penalty: must be a finite number above 0 (1: off), got 0",
+            "--repetition-penalty: must be in [1.175e-38, 3.403e+38] (float32's normal range; "
+            "1: off), got 0",
         ),
         (
             ["--prompt-ids", "1", "--presence-penalty", "2.5"],

@@ -203,7 +203,8 @@ def test_a_model_draft_loads_in_the_client_process(tmp_path: Path) -> None:
         (["--top-p", "0.5"], "--top-p: 0.5 does nothing at temperature 0 (greedy): give a "
                              "temperature > 0 to sample with top_p"),
         (["--temperature", "0.7", "--repetition-penalty", "0"],
-         "--repetition-penalty: must be a finite number above 0 (1: off), got 0"),
+         "--repetition-penalty: must be in [1.175e-38, 3.403e+38] (float32's normal range; "
+         "1: off), got 0"),
         (["--target", "gemma3-270m", "--draft", "truncated"],
          "--draft truncated is the synthetic target's first 2 layers: it needs the bench's own "
          "--target synthetic"),

@@ -132,6 +132,8 @@ def test_oversized_body_is_413_and_long_prompt_400(api: ApiThread) -> None:
         ("presence_penalty", 2.5, "presence_penalty"),  # OpenAI's [-2, 2]
         ("frequency_penalty", "1", "frequency_penalty"),
         ("repetition_penalty", 0, "repetition_penalty"),  # above 0
+        ("repetition_penalty", 1e-38, "repetition_penalty"),  # a logit / it: past float32
+        ("repetition_penalty", 1e300, "repetition_penalty"),  # float32's inf: 0 · inf = NaN
         ("logit_bias", {"5": 101}, "logit_bias"),
         ("response_format", {"type": "json_object"}, "response_format"),
         ("tools", [{"type": "function"}], "tools"),

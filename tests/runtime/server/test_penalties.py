@@ -103,13 +103,16 @@ def test_prior_output_beyond_the_prompt_is_refused_at_open() -> None:
     )
 
 
+RANGE = "must be in [1.175e-38, 3.403e+38] (float32's normal range; 1: off), got"
+
+
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("repetition_penalty", 0.0, "repetition_penalty must be a finite number above 0 (1: off), "
-                                    "got 0"),
-        ("repetition_penalty", float("inf"), "repetition_penalty must be a finite number above 0 "
-                                             "(1: off), got inf"),
+        ("repetition_penalty", 0.0, f"repetition_penalty {RANGE} 0"),
+        ("repetition_penalty", float("inf"), f"repetition_penalty {RANGE} inf"),
+        ("repetition_penalty", 1e-38, f"repetition_penalty {RANGE} 1e-38"),  # float32 denormal
+        ("repetition_penalty", 1e39, f"repetition_penalty {RANGE} 1e+39"),  # float32 inf
         ("frequency_penalty", 2.5, "frequency_penalty must be in [-2, 2] (0: off), got 2.5"),
         ("presence_penalty", float("nan"), "presence_penalty must be in [-2, 2] (0: off), got nan"),
     ],
