@@ -66,9 +66,10 @@ class ApiThread:
         protocol = bounded_protocol(head_timeout_s, self.budget.max_connections,
                                     refusals=Throttle(clock=log_clock),
                                     write_timeout_s=write_timeout_s)  # fmt: skip
+        # proxy_headers off: a client is its peer's address, whatever X-Forwarded-For says
         config = uvicorn.Config(RefuseAmbiguousFraming(app), host=host, port=port, http=protocol,
-                                log_level="warning", lifespan="off",
-                                backlog=ACCEPT_BACKLOG)  # fmt: skip
+                                log_level="warning", lifespan="off", backlog=ACCEPT_BACKLOG,
+                                proxy_headers=False)  # fmt: skip
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=lambda: asyncio.run(self._serve()), daemon=True)
         self.host = host

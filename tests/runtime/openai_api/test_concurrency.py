@@ -77,15 +77,20 @@ def _metrics(api: ApiThread) -> dict[str, float]:
     return {name.removeprefix("edgespec_openai_"): float(value) for name, value in rows}
 
 
-def _stream(api: ApiThread, index: int, source: str = "127.0.0.1") -> tuple[int, Any, str]:
-    """A streamed completion sent from the address ``source`` (any 127.x.y.z is this host)."""
+def _stream(
+    api: ApiThread, index: int, source: str = "127.0.0.1", forwarded_for: str | None = None
+) -> tuple[int, Any, str]:
+    """A streamed completion sent from the address ``source`` (any 127.x.y.z is this host),
+    saying it is forwarded for ``forwarded_for`` when given (``X-Forwarded-For``)."""
     body = {"model": MODEL, "prompt": f"w{index % 60 + 1} w2 w3", "max_tokens": 6,
             "stream": True}  # fmt: skip
     connection = http.client.HTTPConnection("127.0.0.1", api.port, timeout=120,
                                             source_address=(source, 0))  # fmt: skip
     try:
-        connection.request("POST", "/v1/completions", json.dumps(body),
-                           {"Content-Type": "application/json"})  # fmt: skip
+        headers = {"Content-Type": "application/json"}
+        if forwarded_for is not None:
+            headers["X-Forwarded-For"] = forwarded_for
+        connection.request("POST", "/v1/completions", json.dumps(body), headers)
         response = connection.getresponse()
         return response.status, response.headers, response.read().decode()
     finally:
@@ -155,9 +160,11 @@ def test_a_client_that_leaves_while_queued_gives_its_place_up(held: ApiThread) -
 def test_one_client_is_capped_and_the_others_are_still_served(held: ApiThread) -> None:
     """A client (an address) with 3 requests in flight gets 429 for its next ones,
     and the worker and the queue it did not take stay for the others; before, one client
-    could take every worker and the whole queue."""
+    could take every worker and the whole queue. A client is its peer's address whatever
+    ``X-Forwarded-For`` it sends (uvicorn took the header's from a peer on 127.0.0.1: a
+    local client named itself anew each request, past the cap)."""
     with ThreadPoolExecutor(7) as pool:
-        greedy = [pool.submit(_stream, held, i) for i in range(5)]
+        greedy = [pool.submit(_stream, held, i, "127.0.0.1", f"10.0.0.{i}") for i in range(5)]
         _wait_for(held, running=3, queued=0, refused=2)
         refused_now = [f for f in greedy if f.done()]  # answered at once
         others = [pool.submit(_stream, held, i, "127.0.0.2") for i in range(2)]
