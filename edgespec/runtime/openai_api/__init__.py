@@ -20,12 +20,14 @@ decoding.
   every server has been unreachable for longer than it would wait; an outage logged in two
   lines, its start and its end, every 503 counted in exactly one line;
 * :mod:`.connections`, :mod:`.http_connection`, :mod:`.descriptors` — the HTTP connections
-  bounded before the app: how many (within the open-file limit), how long and how large a
-  request head may be, malformed HTTP refused with h11's reason, a connection closed after
-  a response to a body it did not read, a request answered after its client half-closed;
-* :mod:`.throttle` — log lines clients can cause at line rate (failed ``accept()`` calls,
-  malformed requests, 502s for a token the server refuses, outages) let through at most one
-  per 10 s, counting the others;
+  bounded before the app: how many (within the open-file limit; a quarter from one address),
+  how long and how large a request head may be, malformed HTTP refused with h11's reason, a
+  connection closed after a response to a body it did not read, a request answered after
+  its client half-closed;
+* :mod:`.throttle`, :mod:`.uvicorn_lines` — log lines clients can cause at line rate
+  (failed ``accept()`` calls, malformed requests, 502s for a token the server refuses,
+  outages) let through at most one per 10 s, counting the others; uvicorn's per-request
+  lines kept out;
 * :mod:`.extension` — a request's ``edgespec`` object: ``slo_class``, ``window``, ``mode``;
 * :mod:`.body`, :mod:`.schema`, :mod:`.fields`, :mod:`.messages` — a body said to be JSON
   in UTF-8, read as it arrives and refused past its limit, then decoded; fields checked

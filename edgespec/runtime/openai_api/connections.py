@@ -5,9 +5,10 @@ arrive nor how many connections stay open, and answers malformed HTTP in plain t
 one message for all. :func:`bounded_protocol` is that protocol with:
 
 - at most ``max_connections`` open at once (the serving process caps that by its
-  open-file limit, :mod:`.descriptors`): one more is answered 503 (an OpenAI error body,
+  open-file limit, :mod:`.descriptors`), at most ``max_per_address`` of them from one peer
+  address (a quarter by default): one more is answered 503 (an OpenAI error body,
   ``Retry-After``) and closed as it opens, so idle or slow clients cannot take every file
-  descriptor of the device;
+  descriptor of the device, nor one address every connection;
 - a request head (request line and headers) whole within ``head_timeout_s`` of the
   connection opening, or of the first byte after the previous response: otherwise 408 when
   part of one came, and the connection closed either way (a client trickling a head byte by
@@ -40,6 +41,7 @@ import asyncio
 import fcntl
 import logging
 import termios
+from collections import Counter
 from http import HTTPStatus
 from typing import Any
 
@@ -55,6 +57,7 @@ from edgespec.runtime.openai_api.http_connection import (
     malformed,
 )
 from edgespec.runtime.openai_api.throttle import Throttle
+from edgespec.runtime.openai_api.uvicorn_lines import WithoutPerRequestLines
 
 LOG = logging.getLogger(__name__)
 
@@ -72,23 +75,6 @@ generation. TCP cannot tell a client that half-closed (``shutdown(SHUT_WR)``) fr
 (``close()``): both send a FIN, and only a write finds the second gone. So a client that
 left before its response began is taken for gone after this, its generation cancelled
 (uvicorn took it at once)."""
-UVICORN_INVALID_REQUEST = "Invalid HTTP request received."
-"""The line uvicorn's h11 protocol logs for every malformed request (``uvicorn.error``)."""
-
-
-class WithoutInvalidRequestLines(logging.Logger):
-    """``uvicorn.error`` as one connection logs to it, less uvicorn's line for each
-    malformed request (:meth:`BoundedH11Protocol.send_400_response` logs those, throttled);
-    every other record goes on to that logger, at its level."""
-
-    def __init__(self, inner: logging.Logger) -> None:
-        super().__init__(inner.name, inner.level)
-        self.parent = inner  # whose level counts when this one's is NOTSET
-        self._inner = inner
-
-    def handle(self, record: logging.LogRecord) -> None:
-        if record.msg != UVICORN_INVALID_REQUEST:
-            self._inner.handle(record)
 
 
 def unsent_bytes(transport: asyncio.Transport) -> int:
@@ -124,16 +110,18 @@ def raw_response(error: ApiError) -> bytes:
 
 
 class BoundedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a connection cap, a request-head deadline and size
-    bound, a write deadline, throttled log lines for malformed requests and half-closed
-    connections answered; the bounds and the throttle (one an endpoint) are class
-    attributes: use the class :func:`bounded_protocol` makes."""
+    """uvicorn's h11 protocol with connection caps, a request-head deadline and size bound,
+    a write deadline, throttled log lines for malformed requests and half-closed connections
+    answered; bounds, throttle, counts (one an endpoint): :func:`bounded_protocol`'s class."""
 
     head_timeout_s: float = HEAD_TIMEOUT_S
     write_timeout_s: float = WRITE_TIMEOUT_S
     max_connections: int = MAX_CONNECTIONS
+    max_per_address: int = MAX_CONNECTIONS // 4
     max_head_bytes: int = MAX_HEAD_BYTES
     refusals: Throttle  # the endpoint's, for the log lines of malformed requests
+    per_address: Counter[str]  # the endpoint's open connections by peer address
+    _address: str | None = None
     _head_timer: asyncio.TimerHandle | None = None
     _write_timer: asyncio.TimerHandle | None = None
     _half_closed: asyncio.TimerHandle | None = None
@@ -141,27 +129,37 @@ class BoundedH11Protocol(H11Protocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.conn: CheckedConnection = CheckedConnection(self.max_head_bytes)
-        self.logger = WithoutInvalidRequestLines(self.logger)
+        self.logger = WithoutPerRequestLines(self.logger)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         # writing pauses whenever a byte waits in this process (the socket's buffers full),
         # and only then: the write deadline runs exactly while the client is not reading
         transport.set_write_buffer_limits(high=0)
+        peer = transport.get_extra_info("peername")
+        self._address = str(peer[0]) if isinstance(peer, tuple) and peer else "unknown"
+        self.per_address[self._address] += 1
         if len(self.connections) > self.max_connections:
-            message = (f"this endpoint has {self.max_connections} connections open, its "
-                       f"limit; retry after {RETRY_AFTER_S}s")  # fmt: skip
-            self._close_with(ApiError(503, message, kind="server_error",
-                                      code="too_many_connections",
-                                      retry_after_s=RETRY_AFTER_S))  # fmt: skip
+            held = f"{self.max_connections} connections open, its limit"
+        elif self.per_address[self._address] > self.max_per_address:
+            held = f"{self.max_per_address} connections open from {self._address}, the most one"
+            held += " address may hold"
+        else:
+            self._watch_head()
             return
-        self._watch_head()
+        self._close_with(ApiError(503, f"this endpoint has {held}; retry after {RETRY_AFTER_S}s",
+                                  kind="server_error", code="too_many_connections",
+                                  retry_after_s=RETRY_AFTER_S))  # fmt: skip
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
         self._watch_head()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._address is not None and self.per_address[self._address] == 1:
+            del self.per_address[self._address]  # an address with none open: not kept
+        elif self._address is not None:
+            self.per_address[self._address] -= 1
         self._stop_head_timer()
         self._stop_write_timer()
         if self._half_closed is not None:
@@ -263,19 +261,22 @@ def bounded_protocol(
     max_head_bytes: int = MAX_HEAD_BYTES,
     refusals: Throttle | None = None,
     write_timeout_s: float = WRITE_TIMEOUT_S,
+    max_per_address: int | None = None,
 ) -> type[BoundedH11Protocol]:
-    """:class:`BoundedH11Protocol` with these bounds and ``refusals`` (a new
+    """:class:`BoundedH11Protocol` with these bounds (``max_per_address``: a quarter of
+    ``max_connections``, at least 1, when ``None``) and ``refusals`` (a new
     :class:`Throttle` when ``None``) for its connections' log lines of malformed requests
     (uvicorn's ``http=`` takes a class)."""
+    per_address = max(1, max_connections // 4) if max_per_address is None else max_per_address
     if not head_timeout_s > 0 or not write_timeout_s > 0:
         raise ValueError(f"need head_timeout_s > 0 and write_timeout_s > 0, got "
                          f"{head_timeout_s}, {write_timeout_s}")  # fmt: skip
-    if max_connections < 1 or max_head_bytes < 1:
-        raise ValueError(f"need max_connections >= 1 and max_head_bytes >= 1, got "
-                         f"{max_connections}, {max_head_bytes}")  # fmt: skip
+    if min(max_connections, max_head_bytes, per_address) < 1:
+        raise ValueError(f"need max_connections, max_head_bytes and max_per_address >= 1, got "
+                         f"{max_connections}, {max_head_bytes}, {per_address}")  # fmt: skip
     bounds = {"head_timeout_s": head_timeout_s, "write_timeout_s": write_timeout_s,
-              "max_connections": max_connections,
-              "max_head_bytes": max_head_bytes,
+              "max_connections": max_connections, "max_per_address": per_address,
+              "max_head_bytes": max_head_bytes, "per_address": Counter[str](),
               "refusals": refusals or Throttle()}  # fmt: skip
     return type("BoundedH11Protocol", (BoundedH11Protocol,), bounds)
 

@@ -46,7 +46,8 @@ class ApiThread:
     may take, how long written bytes may wait for the client to read them, one body
     length); ``max_connections`` is capped by the open-file limit
     (:func:`.descriptors.file_budget`; ``OSError`` when it leaves no room), the result in
-    ``budget``. What clients can make it log at line rate (failed ``accept()`` calls,
+    ``budget``; one peer address holds at most ``max_per_address`` (``None``: a quarter of
+    the budget's). What clients can make it log at line rate (failed ``accept()`` calls,
     malformed requests) is throttled on ``log_clock`` (:mod:`.throttle`)."""
 
     def __init__(
@@ -58,6 +59,7 @@ class ApiThread:
         max_connections: int = MAX_CONNECTIONS,
         log_clock: Callable[[], float] = time.monotonic,
         write_timeout_s: float = WRITE_TIMEOUT_S,
+        max_per_address: int | None = None,
     ) -> None:
         import uvicorn
 
@@ -65,7 +67,8 @@ class ApiThread:
         self._log_clock = log_clock
         protocol = bounded_protocol(head_timeout_s, self.budget.max_connections,
                                     refusals=Throttle(clock=log_clock),
-                                    write_timeout_s=write_timeout_s)  # fmt: skip
+                                    write_timeout_s=write_timeout_s,
+                                    max_per_address=max_per_address)  # fmt: skip
         # proxy_headers off: a client is its peer's address, whatever X-Forwarded-For says
         config = uvicorn.Config(RefuseAmbiguousFraming(app), host=host, port=port, http=protocol,
                                 log_level="warning", lifespan="off", backlog=ACCEPT_BACKLOG,

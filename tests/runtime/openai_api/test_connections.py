@@ -39,7 +39,7 @@ def _app() -> FastAPI:
 @pytest.fixture
 def server() -> Iterator[ApiThread]:
     running = ApiThread(_app(), "127.0.0.1", head_timeout_s=HEAD_TIMEOUT_S,
-                        max_connections=3).start()  # fmt: skip
+                        max_connections=3, max_per_address=3).start()  # fmt: skip
     yield running
     running.stop()
 
@@ -143,6 +143,39 @@ def test_a_connection_over_the_cap_is_503_and_closed(server: ApiThread) -> None:
             sock.sendall(GET_HEALTH)
             statuses.append(_read_response(sock).split(b" ")[1])
     assert statuses[-1] == b"200", statuses
+
+
+def test_one_address_holds_at_most_its_share_of_the_connections() -> None:
+    """Of 8 connections, one address holds at most 2 (a quarter): its third is 503 and
+    closed as it opens, while another address (127.0.0.2) is still served; a place the
+    address gives up is its own again. One address held every connection before (a client
+    trickling 1,030 bodies left the others 503s)."""
+    server = ApiThread(_app(), "127.0.0.1", head_timeout_s=30.0, max_connections=8).start()
+    try:
+        held = [_connect(server) for _ in range(2)]
+        with _connect(server) as extra:
+            status, headers, body = _reply(_read_all(extra))
+        assert (status, headers["retry-after"]) == (503, "1")
+        assert body["error"]["message"] == (
+            "this endpoint has 2 connections open from 127.0.0.1, the most one address may "
+            "hold; retry after 1s"
+        )
+        assert body["error"]["code"] == "too_many_connections"
+        other = socket.create_connection(("127.0.0.1", server.port), 10, ("127.0.0.2", 0))
+        with other:
+            other.sendall(GET_HEALTH)
+            assert _read_response(other).startswith(b"HTTP/1.1 200 ")
+        held.pop().close()
+        deadline = time.monotonic() + 5
+        statuses = []
+        while b"200" not in statuses and time.monotonic() < deadline:
+            with _connect(server) as sock:
+                sock.sendall(GET_HEALTH)
+                statuses.append(_read_response(sock).split(b" ")[1])
+        assert statuses[-1] == b"200", statuses
+        held.pop().close()
+    finally:
+        server.stop()
 
 
 POST_HEAD = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
