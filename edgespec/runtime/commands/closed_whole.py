@@ -40,10 +40,12 @@ class ClosedWhole:
         reply: VerifyReply = self._inner.verify(call)
         return reply
 
-    def verify_within(self, call: VerifyCall, timeout_s: float) -> VerifyReply:
+    def verify_within(
+        self, call: VerifyCall, timeout_s: float, cancel: threading.Event | None = None
+    ) -> VerifyReply:
         """The inner verifier's bounded verify
         (:func:`~edgespec.runtime.edge.bounded_calls.verify_bounded`)."""
-        return verify_bounded(self._inner, call, timeout_s)
+        return verify_bounded(self._inner, call, timeout_s, cancel)
 
     def close(self, session_id: str) -> None:
         with signals_held("draft", "closing its session on the server", self._close_timeout_s):

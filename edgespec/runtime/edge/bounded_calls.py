@@ -36,11 +36,15 @@ class BoundedOpen(Protocol):
 
 @runtime_checkable
 class BoundedVerify(Protocol):
-    """A verifier whose verify call can wait for its answer less than its request timeout:
-    ``verify_within(call, timeout_s)`` waits at most ``timeout_s`` (and at most the request
-    timeout); past it ``UNAVAILABLE``, a call past its deadline."""
+    """A verifier whose verify call can wait for its answer less than its request timeout,
+    and be cut short by a cancel event: ``verify_within(call, timeout_s, cancel)`` waits at
+    most ``timeout_s`` (and at most the request timeout; past it ``UNAVAILABLE``, a call
+    past its deadline) and raises :class:`~edgespec.runtime.edge.reconnect.Cancelled` once
+    ``cancel`` is set (a server that stalls keeps no client that left waiting)."""
 
-    def verify_within(self, call: VerifyCall, timeout_s: float) -> VerifyReply: ...
+    def verify_within(
+        self, call: VerifyCall, timeout_s: float, cancel: threading.Event | None = None
+    ) -> VerifyReply: ...
 
 
 def open_bounded(
@@ -55,9 +59,12 @@ def open_bounded(
         verifier.open(spec)
 
 
-def verify_bounded(verifier: Verifies, call: VerifyCall, timeout_s: float) -> VerifyReply:
-    """``call`` verified within ``timeout_s`` (none left: past its deadline at once) when
-    ``verifier`` can (:class:`BoundedVerify`); else its plain ``verify``."""
+def verify_bounded(
+    verifier: Verifies, call: VerifyCall, timeout_s: float, cancel: threading.Event | None = None
+) -> VerifyReply:
+    """``call`` verified within ``timeout_s`` (none left: past its deadline at once), cut
+    short once ``cancel`` is set, when ``verifier`` can (:class:`BoundedVerify`); else its
+    plain ``verify``."""
     if isinstance(verifier, BoundedVerify):
-        return verifier.verify_within(call, max(timeout_s, 0.0))
+        return verifier.verify_within(call, max(timeout_s, 0.0), cancel)
     return verifier.verify(call)

@@ -169,7 +169,8 @@ class RoundLoop:
         progress time alone bounds them."""
         while True:
             try:
-                return verify_bounded(self.verifier, call, self.watch.remaining_s())
+                remaining_s = self.watch.remaining_s()
+                return verify_bounded(self.verifier, call, remaining_s, self.options.cancel)
             except RequestError as exc:
                 if not exc.past_deadline:
                     raise

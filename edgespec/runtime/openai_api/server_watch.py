@@ -209,10 +209,12 @@ class Watched:
         told by its opens and the probes (:mod:`.health`), which wait on no pass."""
         return self._verify_told(self._inner.verify, call)
 
-    def verify_within(self, call: VerifyCall, timeout_s: float) -> VerifyReply:
+    def verify_within(
+        self, call: VerifyCall, timeout_s: float, cancel: threading.Event | None = None
+    ) -> VerifyReply:
         """The client's bounded verify
         (:func:`~edgespec.runtime.edge.bounded_calls.verify_bounded`), told as :meth:`verify`."""
-        return self._verify_told(verify_bounded, self._inner, call, timeout_s)
+        return self._verify_told(verify_bounded, self._inner, call, timeout_s, cancel)
 
     def _verify_told(self, verify: Callable[..., VerifyReply], *args: Any) -> VerifyReply:
         try:

@@ -41,10 +41,12 @@ class SessionTracker:
         reply: VerifyReply = self._inner.verify(call)
         return reply
 
-    def verify_within(self, call: VerifyCall, timeout_s: float) -> VerifyReply:
+    def verify_within(
+        self, call: VerifyCall, timeout_s: float, cancel: threading.Event | None = None
+    ) -> VerifyReply:
         """The inner verifier's bounded verify
         (:func:`~edgespec.runtime.edge.bounded_calls.verify_bounded`)."""
-        return verify_bounded(self._inner, call, timeout_s)
+        return verify_bounded(self._inner, call, timeout_s, cancel)
 
     def close(self, session_id: str) -> None:
         self._open.discard(session_id)

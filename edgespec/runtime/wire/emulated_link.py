@@ -164,12 +164,14 @@ class EmulatedLinkVerifier:
     def verify(self, call: VerifyCall) -> VerifyReply:
         return self._verify(call, lambda: self.inner.verify(call))
 
-    def verify_within(self, call: VerifyCall, timeout_s: float) -> VerifyReply:
+    def verify_within(
+        self, call: VerifyCall, timeout_s: float, cancel: threading.Event | None = None
+    ) -> VerifyReply:
         """:meth:`verify`, the call bounded as the inner verifier can bound it
         (:func:`~edgespec.runtime.edge.bounded_calls.verify_bounded`), the link's delays not."""
         from edgespec.runtime.edge.bounded_calls import verify_bounded
 
-        return self._verify(call, lambda: verify_bounded(self.inner, call, timeout_s))
+        return self._verify(call, lambda: verify_bounded(self.inner, call, timeout_s, cancel))
 
     def _verify(self, call: VerifyCall, verified: Callable[[], VerifyReply]) -> VerifyReply:
         size = verify_call_bytes(call, self.link.draft_probs)

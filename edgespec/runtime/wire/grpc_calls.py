@@ -1,6 +1,7 @@
 """What one call of the gRPC client (:mod:`edgespec.runtime.wire.grpc_client`) comes to: its
-failure as a :class:`RequestError` (:func:`to_request_error`), and a unary call's answer
-waited for until a cancel event is set (:func:`answered`).
+session's ids checked against the wire's uint32 before it is sent (:func:`check_uint32s`),
+its failure as a :class:`RequestError` (:func:`to_request_error`), and a unary call's answer
+waited for until a cancel event is set (:func:`answered`, :func:`answered_or_cancelled`).
 
 A call the client did not cancel that ends ``CANCELLED`` was cut by the server: one stopping
 without grace (``edgespec serve`` stopped, restarted) cuts some of the calls under way so,
@@ -15,11 +16,15 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 
+from edgespec.core.wire_limits import UINT32_LIMIT
+from edgespec.runtime.edge.reconnect import Cancelled
 from edgespec.runtime.errors import ErrorCode, ReplyTooLarge, RequestError
+from edgespec.runtime.messages import SessionSpec
 from edgespec.runtime.wire.grpc_common import ERROR_CODE
 
 LOCAL_CANCEL_DETAILS = "Locally cancelled by application!"
@@ -62,3 +67,44 @@ def answered(call: Any, cancel: threading.Event | None, poll_s: float) -> bool:
         if cancel is not None and cancel.is_set():
             return False
     return True
+
+
+def answered_or_cancelled(
+    call: Any,
+    cancel: threading.Event | None,
+    poll_s: float,
+    on_cancel: Callable[[], object] | None,
+    what: str,
+) -> None:
+    """Wait for ``call`` (:func:`answered`); once ``cancel`` is set, or on an interrupt,
+    the call is cancelled, ``on_cancel`` run and :class:`Cancelled` raised (``what`` was
+    unanswered)."""
+    done = False
+    try:
+        done = answered(call, cancel, poll_s)
+    finally:
+        if not done:
+            call.cancel()
+            if on_cancel is not None:
+                on_cancel()
+    if not done:
+        raise Cancelled(f"cancelled while {what} was unanswered")
+
+
+def check_uint32s(spec: SessionSpec) -> SessionSpec:
+    """``spec`` when its prompt ids and ``max_new_tokens`` fit the wire's uint32; else
+    ``INVALID_ARGUMENT`` naming the value (protobuf's own refusal names no field)."""
+    ids, budget = spec.prompt_token_ids, spec.sampling.max_new_tokens
+    if ids and not 0 <= min(ids) <= max(ids) < UINT32_LIMIT:
+        position = next(i for i, t in enumerate(ids) if not 0 <= t < UINT32_LIMIT)
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"prompt token {position} (id {ids[position]}) is outside [0, 2**32), the ids "
+            "the wire carries (uint32)",
+        )
+    if not 0 <= budget < UINT32_LIMIT:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"max_new_tokens {budget} is outside [0, 2**32), what the wire carries (uint32)",
+        )
+    return spec

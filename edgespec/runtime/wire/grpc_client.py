@@ -12,9 +12,8 @@ from typing import Any
 
 import grpc
 
-from edgespec.core.wire_limits import UINT32_LIMIT
 from edgespec.errors import UserInputError
-from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S, Cancelled
+from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     FusedCall,
@@ -33,7 +32,11 @@ from edgespec.runtime.wire.codec import (
     stats_from_proto,
 )
 from edgespec.runtime.wire.fused_codec import fused_call_to_proto, fused_round_from_proto
-from edgespec.runtime.wire.grpc_calls import answered, to_request_error
+from edgespec.runtime.wire.grpc_calls import (
+    answered_or_cancelled,
+    check_uint32s,
+    to_request_error,
+)
 from edgespec.runtime.wire.grpc_common import client_channel, pb_grpc
 from edgespec.runtime.wire.health_codec import health_from_proto
 from edgespec.runtime.wire.logprob_codec import PROMPT, logprobs_from_proto
@@ -65,6 +68,7 @@ class RemoteVerifier:
         self._close_timeout_s = timeout_s if close_timeout_s is None else close_timeout_s
         self._max_message_bytes = max_message_bytes
         self._unwaited: set[Any] = set()  # closes not waited for: kept until they end
+        self._closing: set[str] = set()  # their sessions
         self._plaintext = tls_ca is None
         self._tls_probed = self._speaks_tls = False
 
@@ -104,7 +108,7 @@ class RemoteVerifier:
         return request
 
     def _open_request(self, spec: SessionSpec) -> Any:
-        request = spec_to_proto(_check_uint32s(spec))
+        request = spec_to_proto(check_uint32s(spec))
         advice = f"shorten the prompt ({len(spec.prompt_token_ids)} tokens)"
         return self._check_size(request, "the prompt", advice)
 
@@ -114,35 +118,42 @@ class RemoteVerifier:
     def open_within(
         self, spec: SessionSpec, timeout_s: float, cancel: threading.Event | None
     ) -> None:
-        """:meth:`open`, answered within ``timeout_s`` (at most this client's), else
-        ``UNAVAILABLE``; once ``cancel`` is set (seen within ``RETRY_BACKOFF_S``) or on an
-        interrupt, the call cancelled, the session (maybe opened) closed unwaited: Cancelled."""
+        """:meth:`open` within ``timeout_s`` (at most this client's), else ``UNAVAILABLE``;
+        cut short as :meth:`verify_within` is (the session, maybe opened, closed)."""
         request = self._open_request(spec)
-        call = self._stub.OpenSession.future(request, metadata=self._metadata,
-                                             timeout=min(timeout_s, self._timeout_s))  # fmt: skip
-        done = False
+        self._cancellable(self._stub.OpenSession, request, timeout_s, cancel,
+                          (spec.session_id, "its session's open"))  # fmt: skip
+
+    def _cancellable(self, method: Any, request: Any, timeout_s: float,
+                     cancel: threading.Event | None, session: tuple[str, str]) -> Any:  # fmt: skip
+        """``method``'s reply within ``timeout_s`` (at most this client's), cut short once
+        ``cancel`` is set or on an interrupt (:func:`~.grpc_calls.answered_or_cancelled`):
+        then ``session`` (its id, and what call of it went unanswered) closed unwaited."""
+        call = method.future(request, metadata=self._metadata,
+                             timeout=min(timeout_s, self._timeout_s))  # fmt: skip
+        session_id, what = session
+        closing = lambda: self._start_close(session_id)  # noqa: E731
+        answered_or_cancelled(call, cancel, RETRY_BACKOFF_S, closing, what)
         try:
-            done = answered(call, cancel, RETRY_BACKOFF_S)
-        finally:
-            if not done:
-                call.cancel()
-                self._start_close(spec.session_id)
-        if not done:
-            raise Cancelled("cancelled while its session's open was unanswered")
-        try:
-            call.result()
+            return call.result()
         except grpc.RpcError as exc:
             raise self._failure(exc) from exc
 
     def _start_close(self, session_id: str) -> Any:
         """Close ``session_id`` without waiting for the answer (within ``close_timeout_s``):
-        the call, kept until it ends (gRPC cancels a call whose future is collected)."""
+        the call, kept until it ends (gRPC cancels a call whose future is collected); until
+        then :meth:`close` of it sends nothing more."""
         request = pb.CloseSessionRequest(session_id=session_id)
         closing = self._stub.CloseSession.future(request, metadata=self._metadata,
                                                  timeout=self._close_timeout_s)  # fmt: skip
         self._unwaited.add(closing)
-        closing.add_done_callback(self._unwaited.discard)
+        self._closing.add(session_id)
+        closing.add_done_callback(lambda c: self._ended(c, session_id))
         return closing
+
+    def _ended(self, closing: Any, session_id: str) -> None:
+        self._unwaited.discard(closing)
+        self._closing.discard(session_id)
 
     def close_together(self, session_ids: Sequence[str]) -> None:
         """Close every session at once, each within ``close_timeout_s`` of now, and wait for
@@ -154,16 +165,25 @@ class RemoteVerifier:
     def verify(self, call: VerifyCall) -> VerifyReply:
         return self.verify_within(call, self._timeout_s)
 
-    def verify_within(self, call: VerifyCall, timeout_s: float) -> VerifyReply:
+    def verify_within(
+        self, call: VerifyCall, timeout_s: float, cancel: threading.Event | None = None
+    ) -> VerifyReply:
         """``call`` answered within ``timeout_s`` (at most this client's), else past its
-        deadline (``UNAVAILABLE``)."""
+        deadline (``UNAVAILABLE``); once ``cancel`` is set (seen within ``RETRY_BACKOFF_S``)
+        or on an interrupt, the call cancelled, its session closed unwaited: Cancelled."""
         what = f"the draft block of {len(call.draft_token_ids)} tokens"
-        advice = "draft fewer tokens per round (--gamma)"
-        request = self._check_size(call_to_proto(call), what, advice)
-        response = self._call(self._stub.Verify, request, timeout_s)
+        request = self._check_size(call_to_proto(call), what, "draft fewer tokens per round "
+                                   "(--gamma)")  # fmt: skip
+        if cancel is None:
+            response = self._call(self._stub.Verify, request, timeout_s)
+        else:
+            response = self._cancellable(self._stub.Verify, request, timeout_s, cancel,
+                                         (call.session_id, "its verification"))  # fmt: skip
         return reply_from_proto(response, call.draft_token_ids, call.prefix_len)
 
     def close(self, session_id: str) -> None:
+        if session_id in self._closing:  # a close not waited for is under way
+            return
         request = pb.CloseSessionRequest(session_id=session_id)
         self._call(self._stub.CloseSession, request, self._close_timeout_s)
 
@@ -228,7 +248,7 @@ class RemoteVerifier:
         up to the chunk marked ``finished``, each within ``timeout_s`` of asking for it, else
         the call is cancelled, ``UNAVAILABLE``; a stream left unfinished is cancelled there."""
         request = pb.GenerateRequest(
-            session=spec_to_proto(_check_uint32s(spec)),
+            session=spec_to_proto(check_uint32s(spec)),
             mode=pb.MODE_FUSED if fused else pb.MODE_CENTRALIZED,
             gamma=gamma,
         )
@@ -276,22 +296,3 @@ class RemoteVerifier:
 
     def close_channel(self) -> None:
         self._channel.close()
-
-
-def _check_uint32s(spec: SessionSpec) -> SessionSpec:
-    """``spec`` when its prompt ids and ``max_new_tokens`` fit the wire's uint32; else
-    ``INVALID_ARGUMENT`` naming the value (protobuf's own refusal names no field)."""
-    ids, budget = spec.prompt_token_ids, spec.sampling.max_new_tokens
-    if ids and not 0 <= min(ids) <= max(ids) < UINT32_LIMIT:
-        position = next(i for i, t in enumerate(ids) if not 0 <= t < UINT32_LIMIT)
-        raise RequestError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"prompt token {position} (id {ids[position]}) is outside [0, 2**32), the ids "
-            "the wire carries (uint32)",
-        )
-    if not 0 <= budget < UINT32_LIMIT:
-        raise RequestError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"max_new_tokens {budget} is outside [0, 2**32), what the wire carries (uint32)",
-        )
-    return spec

@@ -7,6 +7,7 @@ at once (0 s), never a negative one."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -47,7 +48,9 @@ class Bounded(Plain):
         self.late_s = late_s
         self.waits: list[float] = []
 
-    def verify_within(self, call: VerifyCall, timeout_s: float) -> VerifyReply:
+    def verify_within(
+        self, call: VerifyCall, timeout_s: float, cancel: threading.Event | None = None
+    ) -> VerifyReply:
         self.waits.append(timeout_s)
         if timeout_s < self.late_s:
             raise RequestError(ErrorCode.UNAVAILABLE, DEADLINE_EXCEEDED)

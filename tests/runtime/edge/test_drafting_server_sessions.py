@@ -156,11 +156,13 @@ def _stop_mid_run(monkeypatch: pytest.MonkeyPatch, sig: signal.Signals, after_ca
     calls = iter(range(1, 10**6))
     lock = threading.Lock()
 
-    def verify_within(self: RemoteVerifier, call: VerifyCall, timeout_s: float) -> VerifyReply:
+    def verify_within(
+        self: RemoteVerifier, call: VerifyCall, timeout_s: float, cancel: Any = None
+    ) -> VerifyReply:
         with lock:
             if next(calls) == after_calls:
                 os.kill(os.getpid(), sig)
-        return original(self, call, timeout_s)
+        return original(self, call, timeout_s, cancel)
 
     monkeypatch.setattr(RemoteVerifier, "verify_within", verify_within)
 

@@ -110,7 +110,9 @@ class BoundedAlwaysLate(Verifier):
     def verify(self, call: VerifyCall) -> VerifyReply:
         return self.verify_within(call, self.REQUEST_S)
 
-    def verify_within(self, call: VerifyCall, timeout_s: float) -> VerifyReply:
+    def verify_within(
+        self, call: VerifyCall, timeout_s: float, cancel: threading.Event | None = None
+    ) -> VerifyReply:
         self.calls.append(call)
         self.waits.append(timeout_s)
         self.clock.t += min(timeout_s, self.REQUEST_S)

@@ -30,10 +30,13 @@ SLACK_S = 2.0  # a loaded 2-core machine; what it was, 8 s, stays well above
 
 
 @contextmanager
-def _endpoint(draft_model: Any, **settings: float) -> Iterator[tuple[ApiThread, list[str]]]:
-    """The endpoint (one worker, no queue) over a hung server, its clients made as
-    ``edgespec draft`` makes them; the calls the server got."""
-    with hung_server() as (address, calls):
+def _endpoint(
+    draft_model: Any, opens: bool = False, **settings: float
+) -> Iterator[tuple[ApiThread, list[str]]]:
+    """The endpoint (one worker, no queue) over a hung server (``opens``: one that still
+    opens sessions, then answers no verification), its clients made as ``edgespec draft``
+    makes them; the calls the server got."""
+    with hung_server(health_hangs=not opens, opens=opens) as (address, calls):
         config = from_dict(DrafterConfig, {"server": address, "draft": "tiny-draft", **settings})
         setup = EdgeSetup(config, draft_model, word_tokenizer(64), 64, 24, drafter_clients(config))
         one = ApiConfig(MODEL, limits=LIMITS, concurrency=Concurrency(1, 0))
@@ -73,3 +76,18 @@ def test_a_client_that_leaves_during_an_unanswered_open_frees_its_worker(
         assert_leaving_frees_its_worker(api, max_tokens=4)
         # (its /metrics reads probe the server with Stats calls)
         assert [call for call in calls if call != "Stats"] == ["OpenSession", "CloseSession"]
+
+
+def test_a_client_that_leaves_during_an_unanswered_verification_frees_its_worker(
+    draft_model: Any,
+) -> None:
+    """A server that opened the session, then stalls (SIGSTOP, a hung pass): the worker is
+    free within a backoff of the client being taken for gone, not after the verification's
+    20 s request timeout (it held the worker, and the client's place under
+    --openai-max-per-client, that long)."""
+    with _endpoint(draft_model, True, retry_timeout_s=20.0, request_timeout_s=20.0) as (
+        api,
+        calls,
+    ):
+        assert_leaving_frees_its_worker(api, max_tokens=4)
+        assert [call for call in calls if call != "Stats"][:2] == ["OpenSession", "Verify"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -50,8 +51,10 @@ class StoppingVerifier:
     def verify(self, call: VerifyCall) -> VerifyReply:
         return self.verify_within(call, math.inf)
 
-    def verify_within(self, call: VerifyCall, timeout_s: float) -> VerifyReply:
-        reply = self._inner.verify_within(call, timeout_s)
+    def verify_within(
+        self, call: VerifyCall, timeout_s: float, cancel: threading.Event | None = None
+    ) -> VerifyReply:
+        reply = self._inner.verify_within(call, timeout_s, cancel)
         self._server.stop(grace_s=0)  # idempotent
         return reply
 

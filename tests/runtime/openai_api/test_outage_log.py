@@ -211,10 +211,10 @@ class LostAfterARound(Counting):
         self._check()
         return super().open_within(*args, **kwargs)
 
-    def verify_within(self, call: Any, timeout_s: float) -> Any:  # verify's too
+    def verify_within(self, call: Any, timeout_s: float, cancel: Any = None) -> Any:  # verify's
         self._check()
         self.lost = True
-        return super().verify_within(call, timeout_s)
+        return super().verify_within(call, timeout_s, cancel)
 
     def stats(self, timeout_s: float | None = None) -> Any:
         self._check()
