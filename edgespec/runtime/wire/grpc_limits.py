@@ -5,8 +5,9 @@ A connection that has not finished its handshake and sent HTTP/2's SETTINGS with
 for :data:`IDLE_CONNECTION_S` is sent GOAWAY and closed (a drafter's channel reconnects at
 its next call, transparently); at most ``ServerConfig.max_connections`` are open at once,
 handshaking ones included (one more is closed as it is accepted), and each carries at most
-:data:`MAX_CONCURRENT_STREAMS` calls at once (more wait in the client). The process keeps
-:data:`FD_RESERVE` file descriptors beyond the connections for its own files
+:data:`MAX_CONCURRENT_STREAMS` calls at once (a client keeps within that: more at once
+are not all queued by gRPC's client, some refused ``UNAVAILABLE``, REFUSED_STREAM). The
+process keeps :data:`FD_RESERVE` file descriptors beyond the connections for its own files
 (:func:`ensure_fd_room`), so sockets that never speak cannot exhaust them: a process-wide
 change, which the serving command makes as it starts (``edgespec serve``), not the server's
 start, so a process that starts a server in-process keeps its limit.
