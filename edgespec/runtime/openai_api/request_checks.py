@@ -1,7 +1,8 @@
 """What the endpoint refuses of a request before it waits for a worker, against what the
 drafter and the servers can do (:func:`~.generation.prepare` calls them): a mode the
 endpoint cannot run, an SLO class the servers lack, a prompt and ``max_tokens`` beyond the
-target's context. Each refusal is a 400 naming the field."""
+target's context, a response holding more log-probabilities than
+:data:`MAX_LOGPROB_ENTRIES`. Each refusal is a 400 naming the field."""
 
 from __future__ import annotations
 
@@ -10,6 +11,12 @@ from typing import Any
 from edgespec.runtime.openai_api.errors import context_exceeded, invalid, shown
 from edgespec.runtime.openai_api.prompts import prompt_param
 from edgespec.runtime.openai_api.schema import ParsedRequest
+
+MAX_LOGPROB_ENTRIES = 1 << 17
+"""The most log-probabilities one response holds: n × (echoed prompt tokens + max_tokens) ×
+(1 + logprobs) of them, each ~50 bytes of JSON (about 6 MiB), built in the endpoint's
+memory. A request of a few kilobytes asked 17 MB (n 16, echo, logprobs 20, a 2,000-token
+prompt) and eight such held the device's endpoint at 1.5 GB."""
 
 
 def check_mode(config: Any, drafts: bool, request: ParsedRequest) -> None:
@@ -56,3 +63,18 @@ def check_context(context: int | None, request: ParsedRequest, num_prompt_tokens
     if num_prompt_tokens + request.max_tokens > context:
         raise context_exceeded(num_prompt_tokens, request.max_tokens, context,
                                prompt_param(request.prompt), request.max_tokens_field)  # fmt: skip
+
+
+def check_logprob_volume(request: ParsedRequest, num_prompt_tokens: int) -> None:
+    """A response that would hold more than :data:`MAX_LOGPROB_ENTRIES` log-probabilities
+    (``num_prompt_tokens``: the prompt's, counted when echoed), refused before it runs."""
+    if request.logprobs is None:
+        return
+    echoed = num_prompt_tokens if request.echo else 0
+    entries = request.n * (echoed + request.max_tokens) * (1 + request.logprobs)
+    if entries > MAX_LOGPROB_ENTRIES:
+        said = f"{request.n} × ({echoed} + {request.max_tokens}) × {1 + request.logprobs}"
+        raise invalid(f"n × (echoed prompt tokens + max_tokens) × (1 + logprobs) is {said} = "
+                      f"{entries:,} log-probabilities, over the {MAX_LOGPROB_ENTRIES:,} one "
+                      "response may hold; ask fewer choices, tokens or alternatives",
+                      param="logprobs")  # fmt: skip

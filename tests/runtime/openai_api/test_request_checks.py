@@ -211,3 +211,26 @@ def test_the_endpoint_takes_the_context_from_the_servers_health(
     config = from_dict(DrafterConfig, {"server": address, "draft": "tiny-draft"})
     setup = _setup(config, RemoteVerifier(address, timeout_s=5.0), None, word_tokenizer(64), 64)
     assert setup.max_context_tokens == 4096
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"prompt": "w1 w2", "n": 16, "max_tokens": 400, "logprobs": 20},
+         "16 × (0 + 400) × 21 = 134,400"),
+        ({"prompt": "w1 " * 20, "n": 16, "max_tokens": 380, "logprobs": 20, "echo": True},
+         "16 × (20 + 380) × 21 = 134,400"),  # refused once tokenized: its 20 echoed tokens
+    ],
+    ids=["choices", "echoed-prompt"],
+)  # fmt: skip
+def test_a_response_of_too_many_log_probabilities_is_refused_before_it_runs(
+    api: ApiThread, fields: dict[str, Any], said: str
+) -> None:
+    """A request of a few kilobytes asked a 17 MB response (n 16, echo, logprobs 20, a
+    2,000-token prompt), built in the endpoint's memory; it is a 400 naming logprobs."""
+    status, error = _error(api, {"model": MODEL, **fields})
+    assert (status, error["param"]) == (400, "logprobs")
+    assert error["message"] == (
+        f"n × (echoed prompt tokens + max_tokens) × (1 + logprobs) is {said} log-probabilities, "
+        "over the 131,072 one response may hold; ask fewer choices, tokens or alternatives"
+    )
