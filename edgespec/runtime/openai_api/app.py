@@ -38,6 +38,7 @@ from edgespec.runtime.openai_api.in_flight import Accepted, InFlight, endpoint_s
 from edgespec.runtime.openai_api.messages import prompt_size
 from edgespec.runtime.openai_api.prompt_batch import is_batch, of_prompt, parse_requests
 from edgespec.runtime.openai_api.prompts import needs_tokenizer
+from edgespec.runtime.openai_api.request_checks import check_logprob_volume
 from edgespec.runtime.openai_api.request_metrics import RequestMetrics
 from edgespec.runtime.openai_api.responses import Shape, model_entry, model_list
 from edgespec.runtime.openai_api.schema import Defaults, Limits, ParsedRequest, decode_body
@@ -159,6 +160,7 @@ async def _complete(
             prepared.append(await _prepared(request, setup, api, one, lines.prompts))
         except ApiError as exc:
             raise (of_prompt(index, exc) if is_batch(body, chat) else exc) from None
+    check_logprob_volume([(one.request, len(one.prompt_ids)) for one in prepared])  # a batch's
     work: Work = lines.requests.timed(partial(run_prompts, setup, tuple(prepared)), parsed.mode,
                                       arrived_s)  # fmt: skip
     await lines.health.refuse_if_hopeless(setup.config.retry_timeout_s)  # 503: no server

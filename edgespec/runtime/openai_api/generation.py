@@ -131,11 +131,11 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
     check_slo_class(setup.slo_classes, request)
     context = setup.max_context_tokens
     check_context(context, request, 1)  # max_tokens alone: before the prompt is tokenized
-    check_logprob_volume(request, 1)
+    check_logprob_volume([(request, 1)])
     ids = prompt_ids(setup.tokenizer, setup.special_ids, request.prompt, setup.vocab_size,
                      limits, request.chat_rendering)  # fmt: skip
     check_context(context, request, len(ids))
-    check_logprob_volume(request, len(ids))
+    check_logprob_volume([(request, len(ids))])
     chat = is_chat(request.prompt)  # the server ends at a chat's end of turn too
     ends = end_of_turn_ids(setup.tokenizer) if chat and not request.ignore_eos else frozenset()
     stop_ids = request.stop_token_ids | ends

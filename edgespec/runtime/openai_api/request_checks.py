@@ -6,6 +6,7 @@ target's context, a response holding more log-probabilities than
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from edgespec.runtime.openai_api.errors import context_exceeded, invalid, shown
@@ -65,16 +66,22 @@ def check_context(context: int | None, request: ParsedRequest, num_prompt_tokens
                                prompt_param(request.prompt), request.max_tokens_field)  # fmt: skip
 
 
-def check_logprob_volume(request: ParsedRequest, num_prompt_tokens: int) -> None:
-    """A response that would hold more than :data:`MAX_LOGPROB_ENTRIES` log-probabilities
-    (``num_prompt_tokens``: the prompt's, counted when echoed), refused before it runs."""
-    if request.logprobs is None:
+def check_logprob_volume(prompts: Sequence[tuple[ParsedRequest, int]]) -> None:
+    """A response that would hold more than :data:`MAX_LOGPROB_ENTRIES` log-probabilities,
+    refused before it runs: ``prompts``, a request's (a batch's, each prompt's) with its
+    prompt's tokens, counted when echoed."""
+    if prompts[0][0].logprobs is None:
         return
-    echoed = num_prompt_tokens if request.echo else 0
-    entries = request.n * (echoed + request.max_tokens) * (1 + request.logprobs)
-    if entries > MAX_LOGPROB_ENTRIES:
-        said = f"{request.n} × ({echoed} + {request.max_tokens}) × {1 + request.logprobs}"
-        raise invalid(f"n × (echoed prompt tokens + max_tokens) × (1 + logprobs) is {said} = "
-                      f"{entries:,} log-probabilities, over the {MAX_LOGPROB_ENTRIES:,} one "
-                      "response may hold; ask fewer choices, tokens or alternatives",
-                      param="logprobs")  # fmt: skip
+    terms = [(r.n, n_ids if r.echo else 0, r.max_tokens, 1 + (r.logprobs or 0))
+             for r, n_ids in prompts]  # fmt: skip
+    entries = sum(n * (echoed + tokens) * width for n, echoed, tokens, width in terms)
+    if entries <= MAX_LOGPROB_ENTRIES:
+        return
+    formula = "n × (echoed prompt tokens + max_tokens) × (1 + logprobs)"
+    if len(terms) == 1:
+        said = "{} × ({} + {}) × {}".format(*terms[0])
+        told = f"{formula} is {said} = {entries:,} log-probabilities"
+    else:
+        told = f"{len(terms)} prompts' {formula} sum to {entries:,} log-probabilities"
+    raise invalid(f"{told}, over the {MAX_LOGPROB_ENTRIES:,} one response may hold; ask "
+                  "fewer choices, tokens or alternatives", param="logprobs")  # fmt: skip

@@ -234,3 +234,16 @@ def test_a_response_of_too_many_log_probabilities_is_refused_before_it_runs(
         f"n × (echoed prompt tokens + max_tokens) × (1 + logprobs) is {said} log-probabilities, "
         "over the 131,072 one response may hold; ask fewer choices, tokens or alternatives"
     )
+
+
+def test_a_batch_of_prompts_is_bound_by_their_log_probabilities_together(api: ApiThread) -> None:
+    """Each prompt within the bound, 16 of them over it: 16 × 1 × (4 + 400) × 21 entries."""
+    body = {"model": MODEL, "prompt": ["w1 w2 w3 w4"] * 16, "max_tokens": 400, "logprobs": 20,
+            "echo": True}  # fmt: skip
+    status, error = _error(api, body)
+    assert (status, error["param"]) == (400, "logprobs")
+    assert error["message"] == (
+        "16 prompts' n × (echoed prompt tokens + max_tokens) × (1 + logprobs) sum to 135,744 "
+        "log-probabilities, over the 131,072 one response may hold; ask fewer choices, tokens "
+        "or alternatives"
+    )
