@@ -6,6 +6,7 @@ fields a request may carry: :mod:`.fields`; the prompt, bounded before it is tok
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -158,8 +159,10 @@ def decode_body(raw: bytes) -> dict[str, Any]:
     except _DuplicateKey as exc:
         raise invalid(f"request body names the key {shown(exc.key)} twice in one object: give "
                       "each key once", code="duplicate_key") from None  # fmt: skip
-    except ValueError as exc:  # an integer of more digits than Python converts
-        raise invalid(f"request body is not valid JSON: {exc}", code="invalid_json") from None
+    except ValueError:  # an integer of more digits than Python converts
+        limit = sys.get_int_max_str_digits()
+        raise invalid(f"request body holds an integer of more than {limit:,} digits, which no "
+                      "field takes", code="invalid_json") from None  # fmt: skip
     if not isinstance(body, dict):
         raise invalid(f"request body must be a JSON object, got {shown(body)}")
     return body
