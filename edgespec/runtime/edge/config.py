@@ -16,7 +16,7 @@ from edgespec.policies.semantic.agreement import (
     load_agreement,
     shipped_default,
 )
-from edgespec.policies.semantic.csi import MAX_RTT_S
+from edgespec.policies.semantic.csi import MAX_RTT_S, MIN_UPLINK_BPS
 from edgespec.policies.semantic.head import THRESHOLD_STEPS
 from edgespec.runtime.edge.config_access import check_server_access
 from edgespec.runtime.edge.config_sampling import (
@@ -231,14 +231,14 @@ class DrafterConfig:
                 f"must be at most {MAX_RTT_S * 1e3:,.0f} ms (the decision head's RTT range), "
                 f"got {rtt:g}",
             )
-        uplink = self.channel_uplink_mbps or self.link_bandwidth_mbps
-        if uplink is not None and uplink > MAX_UPLINK_MBPS:
-            field = "channel_uplink_mbps" if self.channel_uplink_mbps else "link_bandwidth_mbps"
-            raise ConfigError(
-                field,
-                f"must be at most {MAX_UPLINK_MBPS:g} Mbit/s (1 Pbit/s) to be reported as the "
-                f"uplink, got {uplink:g}",
-            )
+        field = (
+            "channel_uplink_mbps" if self.channel_uplink_mbps is not None else "link_bandwidth_mbps"
+        )
+        uplink = getattr(self, field)  # 0 given is refused, never taken for not given
+        if uplink is not None and not MIN_UPLINK_BPS <= uplink * 1e6 <= MAX_UPLINK_MBPS * 1e6:
+            raise ConfigError(field, f"must be in [{MIN_UPLINK_BPS / 1e6:g}, {MAX_UPLINK_MBPS:g}] "
+                              f"Mbit/s (1 bit/s to 1 Pbit/s) to be reported as the uplink, got "
+                              f"{uplink:g}")  # fmt: skip
         try:
             self.semantic_request()
         except ValueError as exc:  # no uplink rate: the semantic verification's error
@@ -261,8 +261,12 @@ class DrafterConfig:
         threshold = self.semantic_threshold
         if self.verification != "semantic" or threshold is None:
             return None
-        uplink = self.channel_uplink_mbps or self.link_bandwidth_mbps
-        if not uplink:
+        uplink = (
+            self.link_bandwidth_mbps
+            if self.channel_uplink_mbps is None
+            else self.channel_uplink_mbps
+        )
+        if uplink is None:
             raise ValueError(_uplink_needed("channel_uplink_mbps", "link_bandwidth_mbps"))
         rtt_ms = self.channel_rtt_ms if self.channel_rtt_ms is not None else self.link_rtt_ms
         return SemanticRequest(threshold, uplink * 1e6, self.channel_per, rtt_ms / 1e3, self.upload)

@@ -95,13 +95,25 @@ def test_channel_rtt_is_named_when_out_of_the_heads_range(value: float) -> None:
     assert kept is not None and kept.rtt_s == 1e6
 
 
+UPLINK_RANGE = "must be in [1e-06, 1e+09] Mbit/s (1 bit/s to 1 Pbit/s) to be reported as the uplink"
+
+
 @pytest.mark.parametrize("field", ["channel_uplink_mbps", "link_bandwidth_mbps"])
 @pytest.mark.parametrize("value", [1e308, 10**30])
 def test_the_uplink_is_named_with_its_value(field: str, value: float) -> None:
     # 1e308 Mbit/s was "uplink rate ... got inf" (its bit/s), 1e30 was kept
     assert _error(DrafterConfig, {**SEMANTIC, field: value}) == (
-        f"config field '{field}': must be at most 1e+09 Mbit/s (1 Pbit/s) to be reported as "
-        f"the uplink, got {value:g}"
+        f"config field '{field}': {UPLINK_RANGE}, got {value:g}"
     )
     kept = from_dict(DrafterConfig, {**SEMANTIC, field: 1e9}).semantic_request()
     assert kept is not None and kept.uplink_bps == 1e15
+
+
+@pytest.mark.parametrize("value", [0.0, -5.0, 1e-9, float("nan")])
+def test_a_channel_uplink_below_1_bit_per_s_is_named_not_replaced(value: float) -> None:
+    """0 was taken for "not given": the emulated link's 500 Mbit/s reported in its place;
+    -5 and 1e-9 said to give --channel-uplink-mbps, which was given."""
+    data = {**SEMANTIC, "channel_uplink_mbps": value, "link_bandwidth_mbps": 500.0}
+    assert _error(DrafterConfig, data) == (
+        f"config field 'channel_uplink_mbps': {UPLINK_RANGE}, got {value:g}"
+    )
