@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.config import ConfigFileError, read_text
+from edgespec.policies.semantic.head import THRESHOLD_STEPS
 
 REQUIRED_AGREEMENT = 0.95
 """The shipped default keeps the target's final answer on at least this share."""
@@ -97,6 +98,11 @@ BUNDLED_DRAFT_PREFIX = "gemma3-270m"
 measured agreement are for."""
 
 
+HEAD_ONLY = "; measured with that head: a server serving another one answers otherwise"
+"""What every note adds: its numbers are the bundled head's (the drafter cannot tell which
+head the server serves)."""
+
+
 def bundled_pair(draft: str) -> bool:
     """Whether ``draft`` (a drafter name) is the bundled pair's draft."""
     return draft.startswith(BUNDLED_DRAFT_PREFIX)
@@ -124,7 +130,7 @@ def default_note(table: AgreementTable) -> str:
     return (
         f"WISV threshold T = {table.default_threshold}, the bundled Gemma 3 270M head's "
         f"shipped default (no --threshold given): it kept the target's final answer on {where} "
-        f"({prompts} held-out GSM8K prompts; docs/REPRODUCE.md, WISV on the real pair)"
+        f"({prompts} held-out GSM8K prompts; docs/REPRODUCE.md, WISV on the real pair){HEAD_ONLY}"
     )
 
 
@@ -151,10 +157,12 @@ def agreement_note(threshold: int, table: AgreementTable | None) -> str | None:
     shown = [threshold] if threshold in thresholds else below[-1:] + above[:1]
     parts = "; at ".join(_measured_at(table, t) for t in shown)
     measured = f"measured at {parts}" if shown == [threshold] else f"not measured; at {parts}"
+    if threshold >= THRESHOLD_STEPS:  # p ≥ 16/16 is never reached by a probability below 1
+        measured = f"every mismatch is accepted (the target corrects no draft token); {measured}"
     prompts = max((c.prompts for t in shown for c in table.at(t)), default=0)
     return (
         f"WISV threshold T = {threshold} is above the bundled Gemma 3 270M head's default "
         f"T = {table.default_threshold} (the largest that kept >= "
         f"{REQUIRED_AGREEMENT:.0%} of held-out GSM8K answers); {measured} ({prompts} "
-        "prompts; docs/REPRODUCE.md, WISV on the real pair)"
+        f"prompts; docs/REPRODUCE.md, WISV on the real pair){HEAD_ONLY}"
     )

@@ -48,7 +48,7 @@ class SemanticRequest:
     upload: UploadMode = "auto"
 
     def __post_init__(self) -> None:
-        if not 0 <= self.threshold <= THRESHOLD_STEPS:
+        if type(self.threshold) is not int or not 0 <= self.threshold <= THRESHOLD_STEPS:
             raise ValueError(f"threshold must be in 0..{THRESHOLD_STEPS}, got {self.threshold}")
         ChannelState(self.uplink_bps, self.per, self.rtt_s)  # raises ValueError naming it
         if self.upload not in UPLOAD_MODES:

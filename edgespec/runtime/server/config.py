@@ -196,7 +196,10 @@ class ServerConfig:
                     "semantic_thresholds", f"each must be in 0..{THRESHOLD_STEPS}, got {t}"
                 )
         if self.semantic_head is not None and not os.path.isfile(self.semantic_head):
-            raise ConfigError("semantic_head", f"{self.semantic_head} does not exist")
+            what = (
+                "is a folder, not a file" if os.path.isdir(self.semantic_head) else "does not exist"
+            )
+            raise ConfigError("semantic_head", f"{self.semantic_head} {what}")
 
 
 def check_tls_pair(cert_path: str, key_path: str) -> None:

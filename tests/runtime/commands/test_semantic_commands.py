@@ -269,6 +269,7 @@ def test_serve_flags_load_the_head_and_check_it_against_the_target(tmp_path: Pat
             "integers",
         ),
         (["--semantic-head", "@MISSING"], "--semantic-head: @MISSING does not exist"),
+        (["--semantic-head", "@DIR"], "--semantic-head: @DIR is a folder, not a file"),
         (
             ["--semantic-head", "@BAD"],
             "--semantic-head: head policy 'wisv': @BAD is not a decision head: missing keys "
@@ -282,9 +283,19 @@ def test_serve_flag_errors(
     head, bad = tmp_path / "head.json", tmp_path / "bad.json"
     head.write_text(json.dumps(constant_head(-3.0).to_json()))
     bad.write_text(json.dumps({"draft_hidden": 3}))
-    names = {"@HEAD": str(head), "@MISSING": str(tmp_path / "nope.json"), "@BAD": str(bad)}
+    names = {"@HEAD": str(head), "@MISSING": str(tmp_path / "nope.json"), "@BAD": str(bad),
+             "@DIR": str(tmp_path)}  # fmt: skip
     argv = ["serve", "--target", "never-loaded", *(names.get(f, f) for f in flags)]
     for name, path in names.items():
         message = message.replace(name, path)
     assert main(argv) == 2
     assert f"edgespec serve: {message}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("threshold", [12.5, True])
+def test_a_semantic_request_takes_a_whole_threshold(threshold: Any) -> None:
+    """12.5 failed in gRPC's encoder with a TypeError; True was taken as threshold 1."""
+    from edgespec.runtime.edge.semantic import SemanticRequest
+
+    with pytest.raises(ValueError, match=r"^threshold must be in 0\.\.16, got "):
+        SemanticRequest(threshold, 20e6)
