@@ -2,7 +2,10 @@
 event loop as they commit, tagged with their choice's index; as server-sent events
 (``data: {...}`` lines, ``data: [DONE]`` last).
 The stream ending early (the client gone) sets the worker's cancel event: the worker
-stops at the next round and closes its session on the verification server."""
+stops at the next round and closes its session on the verification server. The worker
+runs at most :data:`MAX_TEXT_AHEAD` deltas ahead of what the stream took: a client that
+reads slowly slows its generation down, and holds no more of its output than that (the
+whole output waited in the endpoint's memory, however slowly it was read)."""
 
 from __future__ import annotations
 
@@ -25,6 +28,9 @@ Work = Callable[[Callable[[int, str, ChoiceLogprobs | None], None], threading.Ev
 
 Item = tuple[str, Any]  # ("text", (index, str, logprobs)) | ("done", Choices) | ("error", exc)
 
+MAX_TEXT_AHEAD = 64
+"""The most text deltas the worker hands on that have not been taken (:meth:`Running.next`)."""
+
 
 class Running:
     """``work`` started in ``executor`` (the loop's default one when ``None``); :meth:`next`
@@ -40,6 +46,7 @@ class Running:
         self._queue: asyncio.Queue[Item] = asyncio.Queue()
         self.cancel = threading.Event()
         self.finished = threading.Event()
+        self._room = threading.Semaphore(MAX_TEXT_AHEAD)  # deltas the worker may still hand on
         self._on_end = on_end
         self._future = self._loop.run_in_executor(executor, self._run, work)
         self._future.add_done_callback(lambda _: self._end())  # a work that never ran too
@@ -56,9 +63,17 @@ class Running:
     def _put(self, item: Item) -> None:
         self._call(self._queue.put_nowait, item)
 
+    def _put_text(self, *delta: Any) -> None:
+        """Hand a delta on once there is room (a delta not taken yet leaves), or drop it
+        once the work is cancelled (the client gone: nobody takes it)."""
+        while not self.cancel.is_set():
+            if self._room.acquire(timeout=0.05):
+                self._put(("text", delta))
+                return
+
     def _run(self, work: Work) -> None:
         try:
-            last: Item = ("done", work(lambda *delta: self._put(("text", delta)), self.cancel))
+            last: Item = ("done", work(self._put_text, self.cancel))
         except BaseException as exc:  # handed to the loop, which raises or reports it
             last = ("error", exc)
         finally:
@@ -67,7 +82,10 @@ class Running:
         self._put(last)
 
     async def next(self) -> Item:
-        return await self._queue.get()
+        item = await self._queue.get()
+        if item[0] == "text":
+            self._room.release()
+        return item
 
     async def result(self) -> Choices:
         """The whole completion (text deltas dropped); the worker's error is raised here."""
