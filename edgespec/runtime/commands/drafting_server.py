@@ -17,7 +17,11 @@ from typing import Any
 
 from edgespec.output_paths import write_text_atomically
 from edgespec.runtime.commands.cpus import apply_cpus_and_threads
-from edgespec.runtime.commands.drafting_server_arguments import add_arguments, check_flags
+from edgespec.runtime.commands.drafting_server_arguments import (
+    add_arguments,
+    check_batch_size,
+    check_flags,
+)
 from edgespec.runtime.commands.stages import Stages
 
 __all__ = ["add_arguments", "check_flags", "run"]
@@ -87,6 +91,7 @@ def _run(args: argparse.Namespace, planning: Any) -> int:
     if planning is not None:
         budgets = [args.max_new_tokens] * len(prompts)
         plan = plan_run(planning, prompts, budgets, limit)
+        check_batch_size("plan", max(len(batch) for batch in plan.batches))
         print(plan_line(planning, plan), file=sys.stderr)  # before the warm-up and the runs
         _warn(range_warnings(planning, plan, prompts, budgets))
     runs = _runs(args, verifier, draft, prompts, (planning, plan), say)

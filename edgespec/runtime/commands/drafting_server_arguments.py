@@ -173,6 +173,7 @@ def check_flags(args: argparse.Namespace) -> None:
             raise ConfigError(name, f"must be >= 1, got {getattr(args, name)}")
     if args.num_sessions > MAX_SESSIONS:
         raise ConfigError("num_sessions", f"must be <= {MAX_SESSIONS:,}, got {args.num_sessions}")
+    check_batch_size("batch_size", args.batch_size)
     if args.max_new_tokens >= UINT32_LIMIT:
         raise ConfigError(
             "max_new_tokens", f"must be below 2**32 (the wire's uint32), got {args.max_new_tokens}"
@@ -217,3 +218,16 @@ def _check_plan_flags(args: argparse.Namespace) -> None:
             f"must be <= {MAX_OUTPUT_LEN:,} with --plan (the planner plans every session for "
             f"its budget; its tables grow with it), got {args.max_new_tokens}",
         )
+
+
+def check_batch_size(name: str, size: int | None) -> None:
+    """A batch's calls go out at once on one gRPC connection, which carries at most
+    ``MAX_CONCURRENT_STREAMS`` (256) at once: more had some refused ``UNAVAILABLE``
+    (REFUSED_STREAM); ``ConfigError`` naming ``name``."""
+    from edgespec.config import ConfigError
+    from edgespec.runtime.wire.grpc_limits import MAX_CONCURRENT_STREAMS
+
+    if size is not None and size > MAX_CONCURRENT_STREAMS:
+        raise ConfigError(name, f"must be <= {MAX_CONCURRENT_STREAMS}, the calls one gRPC "
+                          "connection carries at once (a batch's go out together), got "
+                          f"{size}")  # fmt: skip

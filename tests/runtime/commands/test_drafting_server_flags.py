@@ -45,6 +45,9 @@ SUFFIX_TOLD = ("its session ids' '-<8 hex>-<index>' add up to 15 to it, and a se
         (["--client-id", "c" * 114],  # its 113 + '-<8 hex>-65535': 128
          f"config field 'client_id': must be 1 to 113 characters, got 114: {SUFFIX_TOLD}"),
         (["--num-sessions", "65537"], "config field 'num_sessions': must be <= 65,536, got 65537"),
+        (["--batch-size", "257"],  # 300 had some of a batch's calls refused REFUSED_STREAM
+         "config field 'batch_size': must be <= 256, the calls one gRPC connection carries at "
+         "once (a batch's go out together), got 257"),
         (["--prompt-ids", "1,2", "--prompt-ids", "3", "--num-sessions", "3"],
          "config field 'num_sessions': the sessions are the --prompt-ids given (one each): "
          "drop --num-sessions"),
