@@ -9,7 +9,7 @@ import re
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -46,19 +46,27 @@ def _refused(port: int, times: int) -> list[bytes]:
     return [_exchange(port, MALFORMED) for _ in range(times)]
 
 
-def test_50_malformed_requests_write_one_line_to_the_devices_log(tmp_path: Path) -> None:
+def _logged(tmp_path: Path, send: Callable[[int], None]) -> str:
+    """What an endpoint in a process of its own writes to its stderr while ``send`` (given
+    its port) talks to it."""
     log = tmp_path / "stderr"
     with log.open("wb") as stderr:
         process = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE,
                                    stderr=stderr, cwd=Path(__file__).parents[3])  # fmt: skip
     try:
         assert process.stdout is not None
-        port = int(process.stdout.readline())
-        assert _refused(port, 50) == [b"HTTP/1.1 400 Bad Request"] * 50
+        send(int(process.stdout.readline()))
     finally:
         process.kill()
         process.wait()
-    [line] = log.read_text().splitlines()  # uvicorn wrote 50 "Invalid HTTP request received."
+    return log.read_text()
+
+
+def test_50_malformed_requests_write_one_line_to_the_devices_log(tmp_path: Path) -> None:
+    def send(port: int) -> None:
+        assert _refused(port, 50) == [b"HTTP/1.1 400 Bad Request"] * 50
+
+    [line] = _logged(tmp_path, send).splitlines()  # uvicorn wrote 50 "Invalid HTTP request ..."
     assert LINE.fullmatch(line), line
 
 
@@ -72,19 +80,12 @@ def test_requests_asking_for_an_upgrade_write_nothing_to_the_devices_log(tmp_pat
     """uvicorn wrote two warnings for each request with an ``Upgrade`` header (a websocket
     or h2c one), unthrottled: 5.9 MB of log in 10 s from one client. Each is answered as
     plain HTTP."""
-    log = tmp_path / "stderr"
-    with log.open("wb") as stderr:
-        process = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE,
-                                   stderr=stderr, cwd=Path(__file__).parents[3])  # fmt: skip
-    try:
-        assert process.stdout is not None
-        port = int(process.stdout.readline())
+
+    def send(port: int) -> None:
         for kind in (b"websocket", b"h2c") * 10:
             assert _exchange(port, UPGRADE % kind) == b"HTTP/1.1 200 OK"
-    finally:
-        process.kill()
-        process.wait()
-    assert log.read_text() == ""
+
+    assert _logged(tmp_path, send) == ""
 
 
 @pytest.fixture
