@@ -123,10 +123,14 @@ def print_claims(
     print_left_out(left_out, console)
 
 
-def print_left_out(items: Sequence[str], console: Console | None = None) -> None:
-    """What a quick run leaves out (``items``, as REPORT.md's closing section lists them),
-    under a line naming that section, one item a line, unwrapped; nothing for none."""
+def print_left_out(
+    items: Sequence[str], console: Console | None = None, run: str = "quick run"
+) -> None:
+    """What a quick run (``run``: a run cut otherwise) leaves out (``items``, as REPORT.md's
+    closing section lists them), under a line naming that section, one item a line,
+    unwrapped; nothing for none."""
     console = console or Console(markup=False)
-    lines = [f"quick run leaves out (REPORT.md, “{LEFT_OUT_HEADING}”):"] if items else []
+    heading = LEFT_OUT_HEADING.replace("quick run", run)
+    lines = [f"{run} leaves out (REPORT.md, “{heading}”):"] if items else []
     for line in [*lines, *[f"  - {item}" for item in items]]:
         console.print(Text(line), soft_wrap=True)

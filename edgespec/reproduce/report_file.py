@@ -109,13 +109,13 @@ LEFT_OUT_HEADING = "What the quick run leaves out"
 """The title of a quick REPORT.md's closing section (:func:`left_out_markdown`)."""
 
 
-def left_out_markdown(items: Sequence[str]) -> list[str]:
-    """A quick REPORT.md's closing section: what the quick run leaves out of the full one,
-    one item a line, each read off the paper's quick plan against its full one (none:
-    no section)."""
+def left_out_markdown(items: Sequence[str], run: str = "quick run") -> list[str]:
+    """A quick REPORT.md's closing section: what the quick run (``run``: a run cut
+    otherwise) leaves out of the full one, one item a line, each read off the paper's quick
+    plan against its full one (none: no section)."""
     if not items:
         return []
-    return [f"## {LEFT_OUT_HEADING}", "", *[f"- {item}" for item in items], ""]
+    return [f"## What the {run} leaves out", "", *[f"- {item}" for item in items], ""]
 
 
 SENSITIVITIES_SHOWN = "Shown, never judged and never used to choose an input."

@@ -198,12 +198,13 @@ def run(
 
 
 def _report(
-    command: str, text: str, default: int, head: Path | None, omitted: Sequence[str]
+    command: str, text: str, default: int, head: Path | None, omitted: Sequence[str], run: str
 ) -> str:
-    """REPORT.md: the table and the default it gives, then what a quick check leaves out
-    (``omitted``, :func:`~.heldout_plan.left_out`; none for the full check)."""
+    """REPORT.md: the table and the default it gives, then what a quick or cut check
+    (``run``) leaves out (``omitted``, :func:`~.heldout_plan.left_out`; none for the full
+    check)."""
     which = "the shipped head" if head is None else f"the head {head}"
-    closing = "".join(f"\n{line}" for line in left_out_markdown(omitted))
+    closing = "".join(f"\n{line}" for line in left_out_markdown(omitted, run))
     return (
         "# WISV's shipped default: held-out agreement and speed (Gemma 3 270M pair)\n\n"
         f"`{command}`\n\nWith {which}.\n\n{text}\n\nDefault for this head: T = {default}, "
@@ -247,9 +248,11 @@ def reproduce(
     data = agreement_json(rows, command)
     default = AgreementTable.from_json(data, AGREEMENT_FILE).default_threshold
     write_text_atomically(out / AGREEMENT_FILE, json.dumps(data, indent=1) + "\n")
-    omitted = left_out(check) if quick else []
-    write_text_atomically(out / "REPORT.md", _report(command, text, default, head, omitted))
+    omitted, cut_how = left_out(check), "quick run" if quick else "cut run"  # --prompts, say
+    write_text_atomically(
+        out / "REPORT.md", _report(command, text, default, head, omitted, cut_how)
+    )
     print(text)
     print(f"default for this head: T = {default}; report: {out / 'REPORT.md'}")
-    print_left_out(omitted)
+    print_left_out(omitted, run=cut_how)
     return rows

@@ -136,7 +136,14 @@ def test_prompts_limits_the_check(tmp_path: Path) -> None:
     planted(tmp_path, RECORDS[:1], quick=False, prompts=1)
     rows = reproduce(tmp_path, quick=False, command="cmd", prompts=1)  # prompt 0 is done
     assert rows == table(RECORDS[:1])
-    assert "leaves out" not in (tmp_path / "REPORT.md").read_text()  # not a quick check
+    assert (
+        (tmp_path / "REPORT.md")
+        .read_text()
+        .endswith(  # it said nothing of the 49 others
+            "\n\n## What the cut run leaves out\n\n- target-only, exact SD and WISV: 1 prompt "
+            "(full: 50)\n"
+        )
+    )
 
 
 @pytest.mark.parametrize(
@@ -156,3 +163,20 @@ def test_more_prompts_than_the_check_runs_are_refused_before_it_starts(
     assert not out.exists()
     assert check_plan(False, 50, 50) == CheckPlan(50, (1, 2, 4, 8, 12), 50)
     assert check_plan(True, None, None) == CheckPlan(2, (12,), None)
+
+
+def test_a_full_check_cut_by_its_flags_says_what_it_leaves_out(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--prompts 8`` on the full check printed (and wrote: test_prompts_limits_the_check)
+    no word of the 42 prompts it did not run; it says so, as a quick check does."""
+    from edgespec.reproduce.printed import print_left_out
+
+    omitted = left_out(check_plan(False, 8, None))
+    assert omitted == ["target-only, exact SD and WISV: 8 prompts (full: 50)"]
+    print_left_out(omitted, run="cut run")
+    assert capsys.readouterr().out == (
+        "cut run leaves out (REPORT.md, “What the cut run leaves out”):\n"
+        "  - target-only, exact SD and WISV: 8 prompts (full: 50)\n"
+    )
+    assert left_out(check_plan(False, None, None)) == []  # the full check: no section
