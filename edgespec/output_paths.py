@@ -6,7 +6,9 @@ in the folder, or in its nearest existing parent while it does not exist:
 :func:`check_writable`; :func:`output_folder` checks the path only, for ``edgespec sim``,
 which makes and checks its run folder itself before any run); :func:`claim_folder`, a
 run's folder claimed before it starts so that an earlier run's files are never mixed with
-its own (nothing is created by these: the command makes what is missing when it writes); and
+its own (a folder named by ``--out`` is not created there: the command makes what is
+missing when it writes; a new default folder is made when claimed, :func:`reserve_folder`,
+so that two runs started in one second never share it); and
 :func:`write_atomically`, how a command writes a file so that it is never left
 half-written."""
 
@@ -128,15 +130,15 @@ def claim_folder(
     ``overwrite``, those files are removed now, and then the subfolders that removing them
     left empty, but for ``keep`` (inputs of this run; ``remove=False``: only checked, for a
     command that refuses more before it starts and calls again to remove them); without
-    ``out``, ``default``, or ``default-2``, ``-3`` ... when taken, and ``overwrite`` is
-    refused (a new folder holds no run to replace). A path of ``run_files`` that this run
-    could not write is refused first, whatever ``overwrite`` says (:func:`check_run_paths`).
-    Other files are never touched; nothing is created here (the run makes the folder when
-    it writes)."""
+    ``out``, ``default``, or ``default-2``, ``-3`` ... when taken, made now
+    (:func:`reserve_folder`), and ``overwrite`` is refused (a new folder holds no run to
+    replace). A path of ``run_files`` that this run could not write is refused first,
+    whatever ``overwrite`` says (:func:`check_run_paths`). Other files are never touched;
+    ``out`` is not created here (the run makes it when it writes)."""
     if out is None:
         if overwrite:
             raise UserInputError(OVERWRITE_NEEDS_OUT)
-        return next(folder for folder in numbered(default) if not folder.exists())
+        return reserve_folder(default)
     check_run_paths(out, run_files)
     kept = {path.resolve() for path in keep}
     patterns = (*run_files, *recorded)
@@ -151,6 +153,30 @@ def claim_folder(
     if remove:
         _remove(out, found)
     return out
+
+
+def reserve_folder(default: Path) -> Path:
+    """``default``, or ``default-2``, ``-3`` ... while taken, made by an exclusive
+    ``mkdir`` (its parents as needed), so that no other run (another process claiming in
+    the same second) gets the same folder. A command that fails before it writes there
+    removes it again while empty
+    (:func:`~edgespec.sim.run_folder.made_run_folder` with ``claimed``)."""
+    names = numbered(default)
+    folder = next(names)
+    for _ in range(10_000):
+        try:
+            default.parent.mkdir(parents=True, exist_ok=True)
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            folder = next(names)
+        except FileNotFoundError:  # the parent removed meanwhile (another run's, failing)
+            continue
+        except OSError as exc:
+            raise UserInputError(
+                f"cannot create the run folder {folder}: {exc.strerror or exc}"
+            ) from None
+    raise UserInputError(f"cannot create the run folder {folder}: every name up to it is taken")
 
 
 def numbered(default: Path) -> Iterator[Path]:

@@ -144,6 +144,7 @@ def test_claim_folder_keeps_inputs_names_at_most_eight_and_numbers_defaults(
     (tmp_path / "runs" / "a").mkdir(parents=True)
     (tmp_path / "runs" / "a-2").mkdir()
     assert claim_folder(None, tmp_path / "runs" / "a", (), False) == tmp_path / "runs" / "a-3"
+    assert (tmp_path / "runs" / "a-3").is_dir()  # made when claimed (reserve_folder)
 
 
 def test_claim_folder_refuses_a_path_the_run_cannot_write_whatever_overwrite_says(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -190,14 +191,18 @@ def run(args: argparse.Namespace) -> int:
     check_resume(args)
     check_pair_names(args)
     given = check_profiles(args)
-    steps = CalibrationSteps(calibration_folder(args, remove=False), profiled=given is None)
-    try:
-        return _calibrate(args, given, steps)
-    except (KeyboardInterrupt, Terminated) as stop:  # the command's own line follows
-        said = "interrupted" if isinstance(stop, KeyboardInterrupt) else "terminated"
-        steps.remove_unused_out()
-        print(f"edgespec calibrate: {steps.stopped_line(said)}", file=sys.stderr, flush=True)
-        raise
+    from edgespec.sim.run_folder import made_run_folder
+
+    out = calibration_folder(args, remove=False)  # a new default folder is made (claimed)
+    steps = CalibrationSteps(out, profiled=given is None, made_out=args.out is None)
+    with made_run_folder(out, claimed=True) if args.out is None else nullcontext(out):
+        try:
+            return _calibrate(args, given, steps)
+        except (KeyboardInterrupt, Terminated) as stop:  # the command's own line follows
+            said = "interrupted" if isinstance(stop, KeyboardInterrupt) else "terminated"
+            steps.remove_unused_out()
+            print(f"edgespec calibrate: {steps.stopped_line(said)}", file=sys.stderr, flush=True)
+            raise
 
 
 def _calibrate(
@@ -217,7 +222,7 @@ def _calibrate(
     out = steps.out
     if args.out is not None:  # an earlier run's files go only once nothing more is refused
         calibration_folder(args)
-    steps.made_out = not out.exists()
+    steps.made_out = steps.made_out or not out.exists()
     out.mkdir(parents=True, exist_ok=True)  # made only once nothing more is refused
     steps.step = PROFILING if given is None else RUNNING
     target = (t_name, pair.target_model, backend)

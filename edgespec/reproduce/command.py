@@ -33,6 +33,7 @@ from edgespec.arguments import add_quiet, add_workers
 from edgespec.errors import UserInputError
 from edgespec.output_paths import writable_output_folder
 from edgespec.reproduce.folder import claim_reproduction_folder
+from edgespec.sim.run_folder import made_run_folder
 from edgespec.sweeps.executor import check_workers
 
 REPORT_FILES = ("REPORT.md", "results.json")
@@ -198,11 +199,12 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     torch.set_num_threads(1)  # this command owns its process; its MLPs are tiny
-    reproduce(
-        out,
-        quick=args.quick,
-        workers=args.workers,
-        progress=not args.quiet,
-        command=command_line(),
-    )
+    with made_run_folder(out, claimed=args.out is None):  # a failed run's new folder goes
+        reproduce(
+            out,
+            quick=args.quick,
+            workers=args.workers,
+            progress=not args.quiet,
+            command=command_line(),
+        )
     return 0

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from edgespec.config import ConfigError
 from edgespec.errors import UserInputError
-from edgespec.output_paths import check_writable, claim_folder, numbered
+from edgespec.output_paths import check_writable, claim_folder
 
 MAX_NAME_BYTES = 200
 """The longest scenario name (UTF-8 bytes): ``<name>-<time>-N`` stays within the 255 bytes
@@ -62,32 +62,10 @@ def claim_run_folder(out: Path | None, name: str, overwrite: bool, stamp: str) -
     """The folder this run writes: ``out`` when it holds no earlier run's files (or
     ``overwrite``: those files removed now; nothing is created); without ``out`` a new
     ``runs/<name>-<stamp>`` (``-2``, ``-3`` ... when taken), made now
-    (:func:`_reserved`). A ``name`` that is not one plain folder name is refused
-    (:func:`check_run_name`)."""
+    (:func:`~edgespec.output_paths.reserve_folder`). A ``name`` that is not one plain
+    folder name is refused (:func:`check_run_name`)."""
     check_run_name(name)
-    if out is not None or overwrite:  # overwrite without out: refused there
-        return claim_folder(out, Path("runs") / f"{name}-{stamp}", RUN_FILES, overwrite)
-    return _reserved(Path("runs") / f"{name}-{stamp}")
-
-
-def _reserved(default: Path) -> Path:
-    """``default``, or ``default-2``, ``-3`` ... while taken, made by an exclusive
-    ``mkdir`` (its parents as needed), so that no other run (another process claiming in
-    the same second) gets the same folder."""
-    names = numbered(default)
-    folder = next(names)
-    for _ in range(10_000):
-        try:
-            default.parent.mkdir(parents=True, exist_ok=True)
-            folder.mkdir()
-            return folder
-        except FileExistsError:
-            folder = next(names)
-        except FileNotFoundError:  # the parent removed meanwhile (another run's, failing)
-            continue
-        except OSError as exc:
-            raise UserInputError(f"cannot create the run folder {folder}: {_reason(exc)}") from None
-    raise UserInputError(f"cannot create the run folder {folder}: every name up to it is taken")
+    return claim_folder(out, Path("runs") / f"{name}-{stamp}", RUN_FILES, overwrite)
 
 
 @contextmanager

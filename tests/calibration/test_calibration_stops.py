@@ -123,3 +123,36 @@ def test_stopped_in_the_simulated_run_keeps_the_profile_and_trace(
         "start again",
         INTERRUPTED,
     ])  # fmt: skip
+
+
+def test_a_calibration_without_out_makes_its_new_folder_and_a_failed_one_removes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default runs/calibration-<time> was claimed without being made: two calibrations
+    started in one second were given the same folder."""
+    import argparse
+    import time
+
+    from edgespec.calibration.folder import calibration_folder
+    from edgespec.errors import UserInputError
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(time, "strftime", lambda *args: "20261206-020000")
+    default = Path("runs/calibration-20261206-020000")
+    for stop, status in ((UserInputError("no such pair"), 2), (KeyboardInterrupt(), 130)):
+        monkeypatch.setattr("edgespec.calibration.command._pair", _stop_with(stop, default))
+        assert main(["calibrate", *SIZES]) == status
+        assert not Path("runs").exists()  # what its claim made, removed again
+    capsys.readouterr()
+    args = argparse.Namespace(out=None, overwrite=False, resume=False, profile=None)
+    assert calibration_folder(args, remove=False) == default
+    assert calibration_folder(args, remove=False) == default.with_name(f"{default.name}-2")
+    assert sorted(p.name for p in Path("runs").iterdir()) == [default.name, f"{default.name}-2"]
+
+
+def _stop_with(exc: BaseException, claimed: Path) -> object:
+    def stop(*args: object, **kwargs: object) -> None:
+        assert claimed.is_dir()  # made when claimed, before anything loads
+        raise exc
+
+    return stop

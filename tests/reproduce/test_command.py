@@ -174,3 +174,30 @@ def test_every_claims_reproduction_declares_its_files() -> None:
     assert all(not r.files for r in PAPERS.values() if r.command)
     with pytest.raises(ValueError, match="^a claims reproduction, and only one, declares"):
         Reproduction("x", claims="m")
+
+
+def test_a_reproduction_without_out_makes_its_new_folder_and_a_failed_one_removes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default runs/reproduce-<paper>-<time> was claimed without being made: two
+    reproductions started in one second were given the same folder, and a failed one left
+    its folder to the other (the simulator's race, fixed there first)."""
+    import time
+
+    import edgespec.reproduce.dsd.report as dsd_report
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(time, "strftime", lambda *args: "20261206-020000")
+    claimed: list[Path] = []
+
+    def fails(out: Path, **kwargs: object) -> None:
+        assert out.is_dir()  # made when claimed
+        claimed.extend([out, run_folder("dsd", None, False)])  # another, in the same second
+        raise UserInputError("the run failed")
+
+    monkeypatch.setattr(dsd_report, "reproduce", fails)
+    assert main(["reproduce", "dsd", "--quick"]) == 2
+    assert capsys.readouterr().err == "edgespec reproduce dsd: the run failed\n"
+    default = Path("runs/reproduce-dsd-20261206-020000")
+    assert claimed == [default, default.with_name(f"{default.name}-2")]
+    assert [p.name for p in Path("runs").iterdir()] == [f"{default.name}-2"]  # the other's
