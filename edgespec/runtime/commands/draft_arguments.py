@@ -148,8 +148,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--compare",
         action="store_true",
         help="run the prompt centralized (the server's own decoding, on its kernels: an exact "
-        "server's are slower than plain decoding), then distributed; print both stats lines and "
-        "the speed-up, and check the outputs are token-identical (exit 1 if not; greedy only)",
+        "server's are slower than plain decoding), then distributed (with --mode fused: fused); "
+        "print both stats lines and the speed-up, and check greedy outputs are token-identical "
+        "(exit 1 if not; sampled ones are two draws, not compared)",
     )
     parser.add_argument(
         "--lookup",

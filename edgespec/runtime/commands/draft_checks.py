@@ -20,8 +20,9 @@ def check_modes(args: argparse.Namespace, config: Any, stops: bool) -> None:
     if stops and args.mode != "distributed":
         raise ConfigError("stop_predictor", f"needs --mode distributed, got {args.mode}")
     identical = "--compare checks token-identical outputs"
-    if args.compare and args.mode != "distributed":
-        raise ConfigError("mode", "--compare runs distributed and centralized: drop --mode")
+    if args.compare and args.mode == "centralized":
+        beside = "a distributed run (the default) or a fused one (--mode fused)"
+        raise ConfigError("mode", f"--compare runs centralized beside {beside}: drop --mode")
     check_link_mode(config, args.mode)
     if config.verification == "semantic" and args.mode != "distributed":
         raise ConfigError("verification", f"semantic needs --mode distributed, got {args.mode}")

@@ -1,5 +1,6 @@
-"""``edgespec draft --compare``: centralized then distributed decoding of one prompt, the
-speed-up of distributed over centralized tokens/s and whether the outputs are
+"""``edgespec draft --compare``: centralized then distributed (or, with ``--mode fused``,
+fused: the server drafts too) decoding of one prompt, the
+speed-up of the speculative run over centralized tokens/s and whether the outputs are
 token-identical (greedy; sampled outputs are two draws of one distribution, not compared
 token by token: ``--ignore-eos`` gives both the same length), and which baseline the
 speed-up is over: the server's numerics (its Health says them; an older server does not,
@@ -24,9 +25,9 @@ def compare(
     args: argparse.Namespace, ready: Callable[[], None],
 ) -> int:  # fmt: skip
     """``--compare``: centralized (``ready`` before its first token is asked for), then
-    distributed, on the same prompt, each output under its label on stdout; on stderr the
-    speed-up (over the server's ``numerics``) and whether greedy outputs are token-identical
-    (exit 1 when they are not)."""
+    distributed (``--mode fused``: fused), on the same prompt, each output under its label
+    on stdout; on stderr the speed-up (over the server's ``numerics``) and whether greedy
+    outputs are token-identical (exit 1 when they are not)."""
 
     def ready_then_header() -> None:  # stderr's "ready" line before stdout's first label
         ready()
@@ -35,9 +36,14 @@ def compare(
 
     central = run.server_side(fused=False, ready=ready_then_header)
     central.report("centralized")
-    print("distributed (drafted here, verified by the server):", flush=True)
-    spec = run.distributed(draft, vocab_size, window, stop, args.records is not None)
-    spec.report("distributed")
+    mode = args.mode if args.mode == "fused" else "distributed"
+    if mode == "fused":
+        print("fused (drafted and verified by the server):", flush=True)
+        spec = run.server_side(fused=True)
+    else:
+        print("distributed (drafted here, verified by the server):", flush=True)
+        spec = run.distributed(draft, vocab_size, window, stop, args.records is not None)
+    spec.report(mode)
     if args.records:
         spec.write_records(args.records)
     sampled = run.config.temperature > 0
@@ -50,21 +56,22 @@ def compare(
         else f"differ from token {first_difference(central.output, spec.output)}"
     )
     for line in speedup_lines(spec.request.tokens_per_s, central.request.tokens_per_s,
-                              numerics, outputs):  # fmt: skip
+                              numerics, outputs, mode):  # fmt: skip
         print(line, file=sys.stderr)
     return 0 if same else 1
 
 
 def speedup_lines(
-    distributed_tokens_per_s: float, centralized_tokens_per_s: float, numerics: str | None,
-    outputs: str,
+    speculative_tokens_per_s: float, centralized_tokens_per_s: float, numerics: str | None,
+    outputs: str, mode: str = "distributed",
 ) -> list[str]:  # fmt: skip
-    """The speed-up line, naming the server's ``numerics`` when it says them, and on an
-    exact server the line saying what its centralized baseline is."""
-    ratio = distributed_tokens_per_s / max(centralized_tokens_per_s, 1e-12)
+    """The speed-up line of the speculative run (``mode``: distributed or fused), naming
+    the server's ``numerics`` when it says them, and on an exact server the line saying what
+    its centralized baseline is."""
+    ratio = speculative_tokens_per_s / max(centralized_tokens_per_s, 1e-12)
     baseline = "" if not numerics else f", the server's {numerics} kernels"
     lines = [
-        f"speed-up: {ratio:.2f}x (distributed {distributed_tokens_per_s:.1f} tok/s over "
+        f"speed-up: {ratio:.2f}x ({mode} {speculative_tokens_per_s:.1f} tok/s over "
         f"centralized {centralized_tokens_per_s:.1f} tok/s{baseline}); outputs {outputs}"
     ]
     if numerics == "exact":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -219,3 +220,35 @@ def test_the_clients_message_limit_is_the_flags(
         "(a shorter prompt, fewer logprobs)"
     ), err
     assert main(args) == 0
+
+
+def test_compare_with_mode_fused_checks_the_fused_output_against_centralized(
+    served: str, target: TransformersTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was refused (``--compare runs distributed and centralized``): fused output had no
+    built-in check against the target's own decoding. Both outputs are target-only greedy
+    decoding's; the stats lines and the speed-up name the fused run."""
+    address = served.split("|")[0]
+    records = tmp_path / "records.jsonl"
+    argv = ["draft", "--server", address, "--mode", "fused", "--compare", "--gamma", "3",
+            "--prompt-ids", ",".join(map(str, PROMPT)), "--max-new-tokens", "12",
+            "--records", str(records)]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    reference = list(target_greedy_decode(target, PROMPT, 12))
+    labels = ["centralized (the server decodes alone):",
+              "fused (drafted and verified by the server):"]  # fmt: skip
+    printed = out.out.splitlines()
+    assert printed[0::2] == labels
+    for chunks in printed[1::2]:  # each output as streamed, a list per chunk
+        assert [int(t) for t in re.findall(r"\d+", chunks)] == reference
+    lines = split_stages(out.err)[1]
+    assert lines[0].startswith("[centralized: 12 tokens, ")
+    assert lines[1].startswith("[fused: 12 tokens, ")
+    assert re.fullmatch(
+        r"speed-up: \d+\.\d\dx \(fused \d+\.\d tok/s over centralized \d+\.\d tok/s, "
+        r"the server's exact kernels\); outputs identical",
+        lines[2],
+    ), lines[2]
+    (row,) = [json.loads(line) for line in records.read_text().splitlines()]
+    assert (row["type"], row["num_output_tokens"]) == ("RequestRecord", 12)

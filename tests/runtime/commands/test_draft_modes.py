@@ -166,7 +166,11 @@ def test_a_sampled_compare_times_both_and_compares_no_tokens(
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--mode", "centralized"], "--mode: --compare runs distributed and centralized"),
+        (
+            ["--mode", "centralized"],
+            "--mode: --compare runs centralized beside a distributed "
+            "run (the default) or a fused one (--mode fused): drop --mode",
+        ),
     ],
 )
 def test_compare_refusals(
