@@ -221,3 +221,7 @@ class ServerHealth:
     ``"llamacpp-lossy"``."""
     runs_fused_rounds: bool | None = None
     """Whether it runs fused rounds (a co-located ``--draft``, or cloud-only ones)."""
+    semantic_head_sha256: str | None = None
+    """The SHA-256 (hex) of the decision head it serves semantic verification with
+    (``None``: it serves none, or does not say): a drafter's shipped default threshold
+    and measured agreement are for one head (:mod:`edgespec.policies.semantic.agreement`)."""

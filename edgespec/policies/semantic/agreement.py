@@ -10,7 +10,10 @@ decoding, and tokens/s over exact greedy SD's (the speed-up). The shipped defaul
 largest measured T whose agreement is at least :data:`REQUIRED_AGREEMENT` on both
 channels: a semantic session of the bundled pair's draft without a threshold gets it
 (:func:`shipped_default`, and is told :func:`default_note`). :func:`agreement_note` is what
-a user asking for a larger T is told.
+a user asking for a larger T is told. Both hold for the head the run measured (the file's
+``head.sha256``) alone: a drafter takes the default, and says the notes, only from a server
+whose Health names that head (:func:`measured_head`); from another it needs a threshold
+(:func:`unmeasured_default`).
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ class AgreementTable:
 
     source: str
     cells: tuple[Measured, ...]
+    head_sha256: str | None = None
+    """The SHA-256 of the decision head the run measured (``None``: the file does not say)."""
 
     def at(self, threshold: int) -> tuple[Measured, ...]:
         return tuple(c for c in self.cells if c.threshold == threshold)
@@ -72,7 +77,9 @@ class AgreementTable:
             )
             for c in data["cells"]
         )
-        return AgreementTable(source, cells)
+        head = data.get("head")
+        sha256 = head.get("sha256") if isinstance(head, dict) else None
+        return AgreementTable(source, cells, sha256 if isinstance(sha256, str) else None)
 
 
 def bundled_path() -> Path:
@@ -98,11 +105,6 @@ BUNDLED_DRAFT_PREFIX = "gemma3-270m"
 measured agreement are for."""
 
 
-HEAD_ONLY = "; measured with that head: a server serving another one answers otherwise"
-"""What every note adds: its numbers are the bundled head's (the drafter cannot tell which
-head the server serves)."""
-
-
 def bundled_pair(draft: str) -> bool:
     """Whether ``draft`` (a drafter name) is the bundled pair's draft."""
     return draft.startswith(BUNDLED_DRAFT_PREFIX)
@@ -115,6 +117,31 @@ def shipped_default(draft: str, table: AgreementTable | None) -> int | None:
     if table is None or not bundled_pair(draft):
         return None
     return table.default_threshold
+
+
+def measured_head(table: AgreementTable | None, served_sha256: str | None) -> bool:
+    """Whether the head a server serves (its Health's SHA-256) is the one ``table``
+    measured: only then do its default and notes hold for that server."""
+    return (
+        table is not None and table.head_sha256 is not None and served_sha256 == table.head_sha256
+    )
+
+
+def unmeasured_default(table: AgreementTable, served_sha256: str | None, flag: str) -> str:
+    """Why a session given the shipped default is refused by a server serving another head
+    (or naming none): ``flag`` is how a threshold is given (``--threshold``)."""
+    served = (
+        "no head it names (it serves no semantic verification, or predates saying which)"
+        if served_sha256 is None
+        else f"another head (SHA-256 {served_sha256[:12]}...)"
+    )
+    measured = "no head it names" if table.head_sha256 is None else (
+        f"the bundled head (SHA-256 {table.head_sha256[:12]}...)"
+    )  # fmt: skip
+    return (
+        f"the shipped default threshold T = {table.default_threshold} was measured with "
+        f"{measured}; the server serves {served}: give {flag}"
+    )
 
 
 def default_note(table: AgreementTable) -> str:
@@ -130,7 +157,7 @@ def default_note(table: AgreementTable) -> str:
     return (
         f"WISV threshold T = {table.default_threshold}, the bundled Gemma 3 270M head's "
         f"shipped default (no --threshold given): it kept the target's final answer on {where} "
-        f"({prompts} held-out GSM8K prompts; docs/REPRODUCE.md, WISV on the real pair){HEAD_ONLY}"
+        f"({prompts} held-out GSM8K prompts; docs/REPRODUCE.md, WISV on the real pair)"
     )
 
 
@@ -164,5 +191,5 @@ def agreement_note(threshold: int, table: AgreementTable | None) -> str | None:
         f"WISV threshold T = {threshold} is above the bundled Gemma 3 270M head's default "
         f"T = {table.default_threshold} (the largest that kept >= "
         f"{REQUIRED_AGREEMENT:.0%} of held-out GSM8K answers); {measured} ({prompts} "
-        f"prompts; docs/REPRODUCE.md, WISV on the real pair){HEAD_ONLY}"
+        f"prompts; docs/REPRODUCE.md, WISV on the real pair)"
     )

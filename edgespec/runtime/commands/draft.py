@@ -24,6 +24,7 @@ from edgespec.runtime.commands.draft_checks import (
     check_modes,
     check_tree_depth,
     draft_placement,
+    semantic_notes,
 )
 from edgespec.runtime.commands.draft_compare import compare
 from edgespec.runtime.commands.draft_connect import connect, connect_waiting
@@ -92,6 +93,8 @@ def _run(args: argparse.Namespace) -> int:
     reached = connect(config, routing, say, config.retry_timeout_s)
     verifier, health, vocab_size = reached.verifier, reached.health, reached.health.vocab_size
     check_blocks(config, window, args.mode, health)
+    for note in semantic_notes(config, health):  # the threshold against the head it serves
+        print(f"edgespec draft: {note}", file=sys.stderr)
     ids, tokenizer, draft = _prompt_and_models(args, config, health, placement, say)
     check_draft_vocab(config.draft, None if draft is None else draft.model, vocab_size)
     end_ids = chat_end_ids(tokenizer, config.ignore_eos) if chat_on(args) else frozenset()

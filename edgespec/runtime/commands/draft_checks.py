@@ -84,6 +84,40 @@ def check_blocks(config: Any, window: Any, mode: str, health: ServerHealth) -> N
         check_fused_rounds(window, health.runs_fused_rounds)
 
 
+def semantic_notes(config: Any, health: ServerHealth) -> list[str]:
+    """What a semantic run is told of the threshold, checked once the server is reached:
+    the shipped default's measured agreement (none given) or the agreement measured at a
+    threshold above it, each only when the server serves the head that was measured (its
+    Health's SHA-256, :func:`~edgespec.policies.semantic.agreement.measured_head`); the
+    shipped default from a server serving another head, or naming none, is a
+    :class:`~edgespec.config.ConfigError` asking for a threshold."""
+    from edgespec.config import ConfigError
+    from edgespec.policies.semantic.agreement import (
+        agreement_note,
+        bundled_pair,
+        default_note,
+        load_agreement,
+        measured_head,
+        unmeasured_default,
+    )
+
+    if config.verification != "semantic":
+        return []
+    table = load_agreement()
+    measured = measured_head(table, health.semantic_head_sha256)
+    if config.threshold is None and table is not None:  # the default: the bundled draft's
+        if not measured:
+            served = health.semantic_head_sha256
+            message = unmeasured_default(table, served, "threshold")
+            flag_message = unmeasured_default(table, served, "--threshold")
+            raise ConfigError("verification", message, flag_message=flag_message)
+        return [default_note(table)]
+    if not measured or not bundled_pair(config.draft) or table is None:
+        return []
+    note = agreement_note(config.threshold, table)
+    return [] if note is None else [note]
+
+
 def draft_placement(args: argparse.Namespace) -> Any:
     """``--device``/``--dtype`` of the draft model (a GPU this machine lacks fails here,
     before the server is reached); a GPU with ``--backend llamacpp`` is a

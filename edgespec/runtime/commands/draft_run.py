@@ -220,7 +220,6 @@ class DraftRun:
                 hidden_state_drafter(drafter)
             except ValueError as exc:
                 raise ConfigError("verification", str(exc)) from None
-            _warn_measured_agreement(config.draft, semantic.threshold, config.threshold is None)
         budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
         # a lost session is reopened for up to retry_timeout_s
         shown, logprobs = self._shown(), list[TokenLogprobs]()
@@ -264,22 +263,3 @@ def _cut(outcome: Outcome, shown: Shown) -> Outcome:
 def fused_mode_gamma(config: Any) -> int:
     """``--mode fused``'s γ: the window's ``gamma`` parameter (``--gamma``), else 4."""
     return int(config.window.params.get("gamma", 4))
-
-
-def _warn_measured_agreement(draft: str, threshold: int, defaulted: bool = False) -> None:
-    """With the bundled Gemma 3 270M pair: the measured agreement at the shipped default
-    when it was given for want of ``--threshold`` (``defaulted``), or at a threshold above
-    the default (:mod:`edgespec.policies.semantic.agreement`)."""
-    from edgespec.policies.semantic.agreement import (
-        agreement_note,
-        bundled_pair,
-        default_note,
-        load_agreement,
-    )
-
-    if not bundled_pair(draft):
-        return
-    table = load_agreement()
-    note = default_note(table) if defaulted and table else agreement_note(threshold, table)
-    if note is not None:
-        print(f"edgespec draft: {note}", file=sys.stderr)

@@ -5,7 +5,9 @@ draft, and the verification service over the loaded target."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -92,8 +94,9 @@ def semantic_rules_for(config: Any, head: Any, model: Any, vocab_size: int | Non
         )
     width = model if isinstance(model, int) else int(model.config.get_text_config().hidden_size)
     thresholds = config.semantic_thresholds or None
+    digest = hashlib.sha256(Path(config.semantic_head).read_bytes()).hexdigest()  # for Health
     try:
-        return semantic_rules(head, thresholds, target_hidden_size=width)
+        return semantic_rules(head, thresholds, target_hidden_size=width, head_sha256=digest)
     except ValueError as exc:
         raise ConfigError("semantic_head", str(exc)) from None
 

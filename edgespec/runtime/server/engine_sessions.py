@@ -39,6 +39,7 @@ from edgespec.runtime.server.engine_checks import check_session_spec, same_block
 from edgespec.runtime.server.engine_counters import EngineCounters, EngineTally
 from edgespec.runtime.server.hidden_followup import PendingHidden, waiting_outcome
 from edgespec.runtime.server.prefill_parts import eviction_order
+from edgespec.runtime.server.semantic import SEMANTIC, SemanticVerification
 from edgespec.runtime.server.session_record import EngineSession, evict, held_tokens, stored_rows
 from edgespec.runtime.server.verification import (
     AnyRule,
@@ -218,6 +219,13 @@ class SessionTable:
             self._tally.num_evictions += evict(s, self._budget)
 
     # --- helpers
+
+    @property
+    def semantic_head_sha256(self) -> str:
+        """The SHA-256 of the decision head served as ``"semantic"`` ("" when none; Health
+        says it)."""
+        rule = self._rules.get(SEMANTIC)
+        return rule.head_sha256 if isinstance(rule, SemanticVerification) else ""
 
     def num_live_sessions(self) -> int:
         """Open sessions that still generate (each will send another verification)."""

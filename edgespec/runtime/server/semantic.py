@@ -70,11 +70,13 @@ class SemanticVerification:
     """What a server serves under :data:`SEMANTIC`: binds each session that asks for it
     to a :class:`SemanticRule` with its own threshold and channel. ``thresholds``: the
     thresholds this server allows (all of 0..16 by default); ``target_hidden_size``, when
-    given, must be the head's target width (checked here, before any session opens)."""
+    given, must be the head's target width (checked here, before any session opens);
+    ``head_sha256``: the head file's SHA-256 (hex), which Health says ("" when not known)."""
 
     head: SemanticHead
     thresholds: frozenset[int] = ALL_THRESHOLDS
     target_hidden_size: int | None = None
+    head_sha256: str = ""
 
     def __post_init__(self) -> None:
         if self.head.num_csi != NUM_CSI_FEATURES:
@@ -275,11 +277,14 @@ def semantic_rules(
     head: SemanticHead,
     thresholds: Collection[int] | None = None,
     target_hidden_size: int | None = None,
+    head_sha256: str = "",
 ) -> Mapping[str, AnyRule]:
     """The rules of a server with a decision head: ``"exact"`` (every session's default)
-    and ``"semantic"`` (``thresholds``: those allowed, all of 0..16 when ``None``)."""
+    and ``"semantic"`` (``thresholds``: those allowed, all of 0..16 when ``None``;
+    ``head_sha256``: the head file's, for Health)."""
     allowed = ALL_THRESHOLDS if thresholds is None else frozenset(thresholds)
-    return {**EXACT_RULES, SEMANTIC: SemanticVerification(head, allowed, target_hidden_size)}
+    rule = SemanticVerification(head, allowed, target_hidden_size, head_sha256)
+    return {**EXACT_RULES, SEMANTIC: rule}
 
 
 def load_semantic_head(path: str | Path) -> DecisionHead:

@@ -208,7 +208,8 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
         """Serving flag, protocol version, vocabulary size, draft limit, the target's name,
         context (0 when a uint32 cannot carry it: clients leave the check to OpenSession) and
         numerics, the SLO classes and the per-client session quota (clients check both up
-        front); without a token unless the config sets ``health_requires_auth``."""
+        front), whether it runs fused rounds and the SHA-256 of its semantic decision head;
+        without a token unless the config sets ``health_requires_auth``."""
         backend = self._service.engine.backend
         max_context = backend.max_context_tokens
         config = self._service.config
@@ -222,6 +223,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
                 max_sessions_per_client=min(config.max_sessions_per_client, UINT32_LIMIT - 1),
                 numerics=getattr(backend, "numerics", ""),
                 runs_fused_rounds=self._service.runs_fused_rounds,
+                semantic_head_sha256=self._service.engine.semantic_head_sha256,
             )  # fmt: skip
 
         if config.health_requires_auth:

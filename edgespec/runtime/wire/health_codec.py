@@ -23,4 +23,5 @@ def health_from_proto(msg: Any) -> ServerHealth:
         runs_fused_rounds=(
             bool(msg.runs_fused_rounds) if msg.HasField("runs_fused_rounds") else None
         ),
+        semantic_head_sha256=str(msg.semantic_head_sha256) or None,
     )

@@ -3,6 +3,7 @@ for a more permissive threshold is told."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -42,8 +43,7 @@ def test_the_default_is_the_largest_threshold_keeping_95_percent_on_both_channel
         "largest that kept >= 95% of held-out GSM8K answers); measured at T = 12: the final "
         "answer agreed with target-only decoding on 0% on the poor channel (speed-up 2.40x "
         "over exact SD), 10% on the good channel (speed-up 2.20x over exact SD) (50 prompts; "
-        "docs/REPRODUCE.md, WISV on the real pair); measured with that head: a server serving "
-        "another one answers otherwise"
+        "docs/REPRODUCE.md, WISV on the real pair)"
     )
     # an unmeasured T reports the nearest measured ones below and above it
     between = agreement_note(8, table) or ""
@@ -63,8 +63,12 @@ def test_nothing_kept_means_exact_sd_and_no_table_means_no_note(tmp_path: Path) 
 
 
 def test_the_bundled_table_keeps_95_percent_at_its_default() -> None:
+    from edgespec.policies.semantic.bundled import bundled_dir
+
     table = load_agreement()
     assert table is not None and table.source == str(bundled_path())
+    shipped = (bundled_dir() / "gemma3-270m-head.json").read_bytes()
+    assert table.head_sha256 == hashlib.sha256(shipped).hexdigest()  # measured the shipped head
     kept = table.at(table.default_threshold)
     assert kept and all(c.agreement >= 0.95 and c.prompts >= 50 for c in kept)
     data = json.loads(bundled_path().read_text())
@@ -74,35 +78,8 @@ def test_the_bundled_table_keeps_95_percent_at_its_default() -> None:
     )
 
 
-def test_edgespec_draft_tells_the_measured_agreement_above_the_default(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    from edgespec.runtime.commands.draft_run import _warn_measured_agreement
-
-    _warn_measured_agreement("gemma3-270m-draft", 12)
-    err = capsys.readouterr().err
-    assert err.startswith("edgespec draft: WISV threshold T = 12 is above the bundled Gemma 3")
-    assert "default T = 1 " in err  # the shipped head keeps >= 95% at T = 1 only
-    assert (
-        "measured at T = 12: the final answer agreed with target-only decoding on 20% on the "
-        "good channel (speed-up 2.10x over exact SD), 20% on the poor channel" in err
-    )
-    _warn_measured_agreement("gemma3-270m-draft", 3)  # between measured ones: T = 2's and 4's
-    err = capsys.readouterr().err
-    assert (
-        "not measured; at T = 2: the final answer agreed with target-only decoding on 78% on" in err
-    )
-    assert "; at T = 4: the final answer agreed with target-only decoding on 60% on" in err
-    _warn_measured_agreement("gemma3-270m-draft", 1)  # the default: nothing to say
-    _warn_measured_agreement("ngram", 12)  # not the bundled pair
-    assert capsys.readouterr().err == ""
-
-
-def test_the_bundled_pairs_draft_gets_the_shipped_default_and_is_told_what_it_kept(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_the_bundled_pairs_draft_gets_the_shipped_default_and_is_told_what_it_kept() -> None:
     from edgespec.policies.semantic.agreement import default_note, shipped_default
-    from edgespec.runtime.commands.draft_run import _warn_measured_agreement
 
     table = _table([(0, "either", 1.0, 1.0), (1, "poor", 0.96, 1.04), (1, "good", 0.96, 1.03)])
     assert shipped_default("gemma3-270m-draft", table) == 1
@@ -112,12 +89,7 @@ def test_the_bundled_pairs_draft_gets_the_shipped_default_and_is_told_what_it_ke
         "WISV threshold T = 1, the bundled Gemma 3 270M head's shipped default (no "
         "--threshold given): it kept the target's final answer on 96% on the poor channel at "
         "1.04x exact SD's tokens/s, 96% on the good channel at 1.03x exact SD's tokens/s "
-        "(50 held-out GSM8K prompts; docs/REPRODUCE.md, WISV on the real pair); measured "
-        "with that head: a server serving another one answers otherwise"
-    )
-    _warn_measured_agreement("gemma3-270m-draft", 1, defaulted=True)
-    assert capsys.readouterr().err.startswith(
-        "edgespec draft: WISV threshold T = 1, the bundled Gemma 3 270M head's shipped default"
+        "(50 held-out GSM8K prompts; docs/REPRODUCE.md, WISV on the real pair)"
     )
 
 

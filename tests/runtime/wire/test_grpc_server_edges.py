@@ -77,6 +77,26 @@ def test_health_says_whether_the_server_runs_fused_rounds(
     assert not pb.HealthResponse().HasField("runs_fused_rounds")  # an older server: unknown
 
 
+def test_health_names_the_semantic_head_it_serves(target: TransformersTarget) -> None:
+    """The head's SHA-256 (a drafter holds the shipped default and its measured agreement
+    to the head they were measured with); a server without one names none."""
+    from edgespec.runtime.server.semantic import semantic_rules
+    from tests.runtime.semantic_helpers import constant_head
+
+    digest = "0123456789abcdef" * 4
+    servers = [start_server(target, rules=semantic_rules(constant_head(-20.0), head_sha256=digest)),
+               start_server(target)]  # fmt: skip
+    try:
+        said = [
+            RemoteVerifier(f"127.0.0.1:{s.port}", timeout_s=10).describe().semantic_head_sha256
+            for s in servers
+        ]
+    finally:
+        for server in servers:
+            server.stop(grace_s=0)
+    assert said == [digest, None]
+
+
 def test_the_client_reads_the_targets_context_from_health(
     make_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

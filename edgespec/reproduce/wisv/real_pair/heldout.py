@@ -126,12 +126,16 @@ def target_only_rate(records: Sequence[dict[str, Any]]) -> tuple[float, float]:
     return rate, rate / exact if exact > 0 else 0.0
 
 
-def agreement_json(rows: Sequence[dict[str, Any]], command: str) -> dict[str, Any]:
+def agreement_json(
+    rows: Sequence[dict[str, Any]], command: str, head: dict[str, str]
+) -> dict[str, Any]:
     """The file :mod:`edgespec.policies.semantic.agreement` reads: the summary rows, the
-    command that made them."""
+    command that made them and the head they measured (``head``: its file and SHA-256, the
+    file by its name only; a drafter holds the rows to a server serving that head)."""
     keep = ("threshold", "channel", "prompts", "agreement", "identical", "speedup", "rounds")
     cells = [{k: round(r[k], 4) if isinstance(r[k], float) else r[k] for k in keep} for r in rows]
-    return {"command": command, "split": "GSM8K test", "window": 8, "cells": cells}
+    named = {"file": Path(head["file"]).name, "sha256": head["sha256"]}
+    return {"command": command, "split": "GSM8K test", "window": 8, "head": named, "cells": cells}
 
 
 def markdown(rows: Sequence[dict[str, Any]], target: tuple[float, float] | None = None) -> str:
@@ -245,7 +249,7 @@ def reproduce(
     records = list(read_records(out / RECORDS_FILE)[0].values())
     rows = table(records)
     text = markdown(rows, target_only_rate(records))
-    data = agreement_json(rows, command)
+    data = agreement_json(rows, command, identity)
     default = AgreementTable.from_json(data, AGREEMENT_FILE).default_threshold
     write_text_atomically(out / AGREEMENT_FILE, json.dumps(data, indent=1) + "\n")
     omitted, cut_how = left_out(check), "quick run" if quick else "cut run"  # --prompts, say

@@ -3,6 +3,7 @@ prompts, per threshold and channel, and the agreement file it writes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from edgespec.cli import main
 from edgespec.errors import UserInputError
 from edgespec.policies.semantic.agreement import load_agreement
+from edgespec.policies.semantic.bundled import bundled_dir
 from edgespec.reproduce.wisv.real_pair.heldout import agreement_json, reproduce, run, table
 from edgespec.reproduce.wisv.real_pair.heldout_folder import (
     HeldoutPlan,
@@ -68,7 +70,11 @@ def test_a_finished_check_is_summarised_without_the_models(tmp_path: Path) -> No
     loaded = load_agreement(tmp_path / "gemma3-270m-agreement.json")
     assert loaded is not None and loaded.default_threshold == 0
     data = json.loads((tmp_path / "gemma3-270m-agreement.json").read_text())
-    assert data == agreement_json(rows, "cmd")
+    assert data == agreement_json(rows, "cmd", head_identity(None))
+    shipped = bundled_dir() / "gemma3-270m-head.json"  # the head it measured, by name
+    digest = hashlib.sha256(shipped.read_bytes()).hexdigest()
+    assert data["head"] == {"file": "gemma3-270m-head.json", "sha256": digest}
+    assert loaded.head_sha256 == digest
     report = (tmp_path / "REPORT.md").read_text()
     assert "`cmd`" in report and "| 12 | poor | 1 | 0% | 0% | 5.00 | 5.00x | 5.0 | 10.0 |" in report
     assert "With the shipped head." in report and "Default for this head: T = 0" in report
