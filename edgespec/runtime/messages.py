@@ -25,12 +25,14 @@ class SemanticSpec:
     """A semantic (lossy, WISV) session's settings, sent when it opens: the threshold T on
     the 0..16 scale (a mismatch is rejected when the decision head's p ≥ T/16) and the
     device's channel, the head's CSI input (uplink rate in bit/s, packet error rate,
-    round-trip time in seconds). The server checks them when the session opens."""
+    round-trip time in seconds), and the draft's hidden size (the width of the rows it will
+    upload; 0: not said). The server checks them when the session opens."""
 
     threshold: int
     uplink_bps: float
     per: float = 0.0
     rtt_s: float = 0.0
+    draft_hidden_size: int = 0
 
 
 @dataclass(frozen=True, slots=True)

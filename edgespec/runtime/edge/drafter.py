@@ -177,7 +177,12 @@ def _generate(
     # the pair is named by the client id, as the server names it (WindowObservation.pair)
     ledger = Ledger(options.session_id, on_tokens, feature, clock, options.client_id,
                     options.on_logprobs, options.on_prompt_logprobs)  # fmt: skip
-    wisv = None if semantic is None else semantic.spec()
+    # the draft's width, said when the session opens (generate() turned its rows on)
+    wisv = (
+        None
+        if semantic is None
+        else semantic.spec(hidden_state_drafter(drafter).return_hidden(True))
+    )
     opened = clock()
     first = _session_spec(options, prompt, sampling, feature is not None, wisv)
     _open(verifier, first, options, clock)

@@ -54,8 +54,11 @@ class SemanticRequest:
         if self.upload not in UPLOAD_MODES:
             raise ValueError(f"upload must be one of {list(UPLOAD_MODES)}, got {self.upload!r}")
 
-    def spec(self) -> SemanticSpec:
-        return SemanticSpec(self.threshold, self.uplink_bps, self.per, self.rtt_s)
+    def spec(self, draft_hidden_size: int = 0) -> SemanticSpec:
+        """What the session opening sends (``draft_hidden_size``: the draft's, which the
+        server holds to its decision head's width)."""
+        return SemanticSpec(self.threshold, self.uplink_bps, self.per, self.rtt_s,
+                            draft_hidden_size)  # fmt: skip
 
 
 def choose_upload(mode: UploadMode, handshake_rtt_s: float) -> Upload:

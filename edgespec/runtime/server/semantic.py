@@ -126,6 +126,13 @@ class SemanticVerification:
                 f"semantic threshold {threshold} is not allowed on this server; it allows "
                 f"{sorted(self.thresholds)}"
             )
+        width = options.draft_hidden_size
+        if width and width != self.head.draft_hidden:
+            raise _invalid(
+                f"session {spec.session_id!r}'s draft has hidden size {width}; the server's "
+                f"decision head takes draft hidden states of width {self.head.draft_hidden} "
+                "(a head trained for another draft)"
+            )
         try:
             channel = ChannelState(options.uplink_bps, options.per, options.rtt_s)
         except ValueError as exc:

@@ -71,7 +71,11 @@ def spec_to_proto(spec: SessionSpec) -> Any:
             raise ValueError(f"semantic threshold {o.threshold} is negative")
         msg.semantic.CopyFrom(
             pb.SemanticOptions(
-                threshold=o.threshold, uplink_bps=o.uplink_bps, per=o.per, rtt_s=o.rtt_s
+                threshold=o.threshold,
+                uplink_bps=o.uplink_bps,
+                per=o.per,
+                rtt_s=o.rtt_s,
+                draft_hidden_size=o.draft_hidden_size,
             )
         )
     return msg
@@ -136,7 +140,7 @@ def _semantic_from_proto(msg: Any) -> SemanticSpec | None:
             f"{msg.verification_rule or 'exact'!r}",
         )
     o = msg.semantic
-    return SemanticSpec(o.threshold, o.uplink_bps, o.per, o.rtt_s)
+    return SemanticSpec(o.threshold, o.uplink_bps, o.per, o.rtt_s, o.draft_hidden_size)
 
 
 def call_to_proto(call: VerifyCall) -> Any:

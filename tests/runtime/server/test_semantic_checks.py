@@ -48,6 +48,13 @@ SEMANTIC_OWN_ARGMAX = (
             "semantic channel: RTT must be in [0, 1e+06] s, got 1e+308",
         ),
         (SemanticSpec(12, 1e6, per=1.0), {}, "semantic channel: PER must be in [0, 1), got 1.0"),
+        (SemanticSpec(12, 20e6, draft_hidden_size=32), {}, None),  # the head's draft width
+        (  # opened, every call then refused at its first mismatch (FH: every call)
+            SemanticSpec(12, 20e6, draft_hidden_size=48),
+            {},
+            "session 's''s draft has hidden size 48; the server's decision head takes draft "
+            "hidden states of width 32 (a head trained for another draft)",
+        ),
         (
             GOOD,
             {"sampling": SamplingParams(temperature=0.8, max_new_tokens=4)},

@@ -80,6 +80,25 @@ def _run(
     )
 
 
+def test_a_draft_of_another_width_than_the_heads_is_refused_when_its_session_opens(
+    serve: Any,
+) -> None:
+    """The drafter says its draft's hidden size when it opens the session: a head trained
+    for another draft was served the session and refused each call at its first mismatch,
+    after the output so far had streamed."""
+    from edgespec.runtime.errors import ErrorCode, RequestError
+    from edgespec.runtime.testing import tiny_llama
+
+    server = serve(constant_head(-20.0))
+    with pytest.raises(RequestError) as error:
+        _run(_remote(server), tiny_llama(seed=3, hidden_size=48), 12, "sh")
+    assert error.value.code == ErrorCode.INVALID_ARGUMENT
+    assert error.value.message == (
+        "session 's''s draft has hidden size 48; the server's decision head takes draft hidden "
+        "states of width 32 (a head trained for another draft)"
+    )
+
+
 @pytest.mark.parametrize("upload", ["fh", "sh"])
 def test_threshold_0_is_greedy_speculative_decoding(
     serve: Any, target: TransformersTarget, draft_model: Any, upload: UploadMode

@@ -31,7 +31,7 @@ GREEDY = SamplingParams(max_new_tokens=4)
 
 
 def test_semantic_options_round_trip_and_exact_specs_carry_none() -> None:
-    semantic = SemanticSpec(12, 2e7, per=0.05, rtt_s=0.05)
+    semantic = SemanticSpec(12, 2e7, per=0.05, rtt_s=0.05, draft_hidden_size=640)
     spec = SessionSpec("s", "c", (1, 2), GREEDY, verification_rule="semantic", semantic=semantic)
     assert spec_from_proto(spec_to_proto(spec)) == spec
     plain = spec_to_proto(SessionSpec("t", "c", (1,), GREEDY))
