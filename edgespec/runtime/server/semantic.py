@@ -65,6 +65,16 @@ def threshold_label(threshold: int) -> str:
     return f"{threshold}/{THRESHOLD_STEPS}"
 
 
+def csi_problem(head: SemanticHead) -> str | None:
+    """Why the runtime cannot feed ``head`` its CSI input (``None``: it can)."""
+    if head.num_csi == NUM_CSI_FEATURES:
+        return None
+    return (
+        f"the decision head takes {head.num_csi} CSI features; the runtime sends "
+        f"{NUM_CSI_FEATURES} (edgespec.policies.semantic.csi)"
+    )
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class SemanticVerification:
     """What a server serves under :data:`SEMANTIC`: binds each session that asks for it
@@ -79,11 +89,8 @@ class SemanticVerification:
     head_sha256: str = ""
 
     def __post_init__(self) -> None:
-        if self.head.num_csi != NUM_CSI_FEATURES:
-            raise ValueError(
-                f"the decision head takes {self.head.num_csi} CSI features; the runtime "
-                f"sends {NUM_CSI_FEATURES} (edgespec.policies.semantic.csi)"
-            )
+        if problem := csi_problem(self.head):
+            raise ValueError(problem)
         outside = sorted(set(self.thresholds) - ALL_THRESHOLDS)
         if outside or not self.thresholds:
             raise ValueError(

@@ -9,10 +9,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from edgespec.cli import build_parser, main
 from edgespec.config import ConfigError, load_config
+from edgespec.policies.semantic.head import DecisionHead
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.commands.serve import _overrides
 from edgespec.runtime.commands.serve_service import semantic_head, semantic_rules_for
@@ -23,7 +25,7 @@ from edgespec.runtime.server.semantic import SEMANTIC, semantic_rules
 from edgespec.runtime.testing import tiny_llama
 from tests.runtime.commands.draft_stages import split_stages
 from tests.runtime.conftest import start_server
-from tests.runtime.semantic_helpers import accept_all_reference, constant_head
+from tests.runtime.semantic_helpers import HIDDEN, NUM_CSI, accept_all_reference, constant_head
 
 PROMPT = (3, 1, 4, 1, 5)
 
@@ -275,6 +277,11 @@ def test_serve_flags_load_the_head_and_check_it_against_the_target(tmp_path: Pat
             "--semantic-head: head policy 'wisv': @BAD is not a decision head: missing keys "
             "'target_hidden', 'mean',",
         ),
+        (  # was found only once the target had loaded
+            ["--semantic-head", "@CSI"],
+            "--semantic-head: @CSI: the decision head takes 3 CSI features; the runtime sends "
+            f"{NUM_CSI} (edgespec.policies.semantic.csi)",
+        ),
     ],
 )
 def test_serve_flag_errors(
@@ -283,8 +290,13 @@ def test_serve_flag_errors(
     head, bad = tmp_path / "head.json", tmp_path / "bad.json"
     head.write_text(json.dumps(constant_head(-3.0).to_json()))
     bad.write_text(json.dumps({"draft_hidden": 3}))
+    csi = tmp_path / "csi.json"  # a head for 3 CSI features
+    d_in = 2 * HIDDEN + 3
+    three = DecisionHead(HIDDEN, HIDDEN, np.zeros(d_in), np.ones(d_in), np.zeros((d_in, 1)),
+                         np.zeros(1), np.zeros((1, 1)), np.zeros(1))  # fmt: skip
+    csi.write_text(json.dumps(three.to_json()))
     names = {"@HEAD": str(head), "@MISSING": str(tmp_path / "nope.json"), "@BAD": str(bad),
-             "@DIR": str(tmp_path)}  # fmt: skip
+             "@DIR": str(tmp_path), "@CSI": str(csi)}  # fmt: skip
     argv = ["serve", "--target", "never-loaded", *(names.get(f, f) for f in flags)]
     for name, path in names.items():
         message = message.replace(name, path)
