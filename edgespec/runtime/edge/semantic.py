@@ -9,7 +9,8 @@ Upload protocols (docs/RUNTIME.md "Semantic (lossy) verification (WISV)"):
 * **SH** (selective hidden): the call carries ids only; when the server finds mismatches it
   answers with the positions whose hidden states it needs (``VerifyOutcome.hidden_request``,
   nothing committed) and the device sends the same block again with those rows: one more
-  exchange, only in rounds with a mismatch (and never at threshold 0).
+  exchange, only in rounds with a mismatch (and never at threshold 0 or 16, which the
+  server decides without the head).
 
 ``auto`` picks per session from the handshake RTT, the session opening's round trip
 (WISV's hardware variant): FH above 10 ms, else SH.

@@ -13,8 +13,9 @@ asks it (a head whose answer breaks its contract fails that call with ``INTERNAL
 earliest rejected mismatch ends the round: the tokens before it are committed (accepted
 mismatching draft tokens included), then the target's argmax there (the correction). With
 no rejected mismatch every draft token is committed, then the target's next token (the
-bonus). T = 0 rejects every mismatch: standard greedy speculative decoding, decided
-without the hidden states.
+bonus). T = 0 rejects every mismatch: standard greedy speculative decoding; T = 16
+accepts every one (:func:`~edgespec.policies.semantic.head.rejected_at`); both are decided
+without the hidden states (an SH session is never asked for them, as in the simulator).
 
 The draft's hidden states come with the verify call (FH: one row per draft token) or, for
 the mismatches only, in a follow-up call the server asks for
@@ -256,6 +257,8 @@ class SemanticRule:
         mismatches = [j for j in range(k) if draft[j] != argmax[j]]
         if not mismatches or self.threshold == 0:  # T = 0 rejects every mismatch
             return _verdict(draft, argmax, mismatches[0] if mismatches else k, ())
+        if self.threshold >= THRESHOLD_STEPS:  # T = 16 accepts every one (rejected_at)
+            return _verdict(draft, argmax, k, tuple(mismatches))
         if followup is not None:
             rows = followup.payloads[DRAFT_HIDDEN]
         elif DRAFT_HIDDEN in call.payloads:

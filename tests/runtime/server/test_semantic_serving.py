@@ -130,6 +130,22 @@ def test_a_head_that_never_rejects_takes_the_drafts_own_tokens(
     ]
 
 
+def test_threshold_16_accepts_every_mismatch_without_asking_sh_for_hidden_states(
+    serve: Any, target_model: Any, draft_model: Any
+) -> None:
+    """p >= 16/16 rejects nothing (a head whose p rounds to exactly 1.0 included), so the
+    verdict needs no hidden states: SH took a second exchange in every round with a
+    mismatch (the simulator already took none)."""
+    server = serve(constant_head(40.0))  # p = 1.0 exactly: rejected at any T below 16
+    counting = Counting(_remote(server))
+    result = _run(counting, draft_model, 16, "sh")
+    expected = accept_all_reference(target_model, draft_model, PROMPT, GAMMA, MAX_NEW)
+    assert result.output_token_ids == expected
+    assert result.semantic is not None and sum(result.semantic.accepted_mismatches) > 0
+    assert result.semantic.exchanges == (1,) * len(result.rounds)
+    assert counting.calls == len(result.rounds)
+
+
 def test_fh_and_sh_agree_and_sh_pays_one_exchange_per_round_with_a_mismatch(
     serve: Any, target: TransformersTarget, draft_model: Any
 ) -> None:
