@@ -101,17 +101,27 @@ def compared(
     before: dict[str, float] | None, after: dict[str, float] | None, outcome: RunOutcome
 ) -> tuple[tuple[Agreement, ...] | None, str]:
     """The counters' :func:`agreement` with the clients, or ``None`` and why they are not
-    compared: no page read; faults or failed requests (the clients cannot count what the
-    server did); the server restarted during the run (a counter went backwards: a new
-    process counts from 0), or clients reconnected (a round the server counted may be lost
-    with its answer)."""
+    compared: no page read; faults, failed, lost or killed requests, each counted (the
+    clients cannot count what the server did for them); the server restarted during the
+    run (a counter went backwards: a new process counts from 0), or clients reconnected (a
+    round the server counted may be lost with its answer)."""
     if before is None or after is None:
         return None, NO_PAGE
-    if outcome.faults or outcome.failed or outcome.lost or outcome.killed:
-        return None, "faults or failed requests: the clients cannot count what the server did"
+    if what := _uncounted(outcome):
+        return None, f"{what}: the clients cannot count what the server did for them"
     if (note := _restarted(before, after, outcome, [m for m, _ in COMPARED])) is not None:
         return None, note
     return agreement(before, after, outcome.finished), ""
+
+
+def _uncounted(outcome: RunOutcome) -> str:
+    """``2 faults, 3 requests lost``: what the clients cannot count the server's work for
+    ("" when nothing)."""
+    counts = (("fault", "faults", len(outcome.faults)),
+              ("request failed", "requests failed", len(outcome.failed)),
+              ("request lost", "requests lost", len(outcome.lost)),
+              ("request killed", "requests killed", len(outcome.killed)))  # fmt: skip
+    return ", ".join(f"{n} {one if n == 1 else many}" for one, many, n in counts if n)
 
 
 def _restarted(

@@ -81,3 +81,20 @@ def test_a_run_without_restart_or_reconnects_is_compared() -> None:
     rows = {a.metric: a for a in report.agreement}
     assert rows["edgespec_verifications_total"].agrees  # 20 rounds
     assert rows["edgespec_opened_sessions_total"].agrees  # 2 sessions
+
+
+def test_requests_the_clients_cannot_count_are_named_by_number() -> None:
+    """A run whose only trouble was requests lost at the drain said "faults or failed
+    requests", naming neither."""
+    from dataclasses import replace
+
+    from edgespec.runtime.loadgen.scrape import compared
+
+    lost = replace(_outcome(), lost=(("t.c0.1", "drained"), ("t.c1.1", "drained")))
+    assert compared(BEFORE, BEFORE, lost) == (
+        None, "2 requests lost: the clients cannot count what the server did for them"
+    )  # fmt: skip
+    killed = replace(_outcome(), lost=(("t.c0.1", "drained"),), killed=("t.c1.1",))
+    assert compared(BEFORE, BEFORE, killed)[1] == (
+        "1 request lost, 1 request killed: the clients cannot count what the server did for them"
+    )
