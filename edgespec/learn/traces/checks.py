@@ -119,7 +119,8 @@ def prompt_sets(args: argparse.Namespace) -> list[tuple[str, list[Any]]]:
     holds no prompt, is a :class:`UserInputError` naming it (and the line)."""
     from edgespec.datasets.prompts import load_jsonl_prompts, load_prompts
 
-    sets = []
+    sets: list[tuple[str, list[Any]]] = []
+    given: dict[str, str] = {}  # set name -> the --dataset that named it
     for name in args.dataset or ["gsm8k"]:
         if name in DATASETS + HELD_OUT:
             prompts = load_prompts(name, args.split, args.limit)
@@ -139,6 +140,15 @@ def prompt_sets(args: argparse.Namespace) -> list[tuple[str, list[Any]]]:
             label = path.stem
         if not prompts:
             raise UserInputError(f"--dataset {name}: holds no prompts")
+        if label in given:  # one name: its records' request ids and --out-dir file clash
+            twice = (
+                "given twice"
+                if given[label] == name
+                else f"named {label} as --dataset {given[label]} is"
+            )
+            why = "a set's name begins its request ids and names its --out-dir file"
+            raise UserInputError(f"--dataset {name}: {twice}: {why}; give each set once")
+        given[label] = name
         sets.append((label, prompts))
     return sets
 
@@ -147,7 +157,10 @@ def check_outputs(args: argparse.Namespace, labels: list[str]) -> None:
     """Without ``--overwrite``, an ``--out`` file, or an ``--out-dir`` file of one of the
     datasets ``labels``, that exists and is not empty is a :class:`UserInputError` naming
     the flag and the file: an earlier trace is never replaced unawares (as ``edgespec
-    profile`` and ``calibrate`` refuse an ``--out`` holding an earlier run)."""
+    profile`` and ``calibrate`` refuse an ``--out`` holding an earlier run). Two outputs
+    at one path (``--json`` at ``--out``, ``--out`` at ``--out-dir`` or at one of its
+    files) are refused whatever ``--overwrite`` says: the second would replace the first."""
+    _check_distinct_outputs(args, labels)
     if args.overwrite:
         return
     given = [("--out", args.out)] if args.out is not None else []
@@ -160,6 +173,24 @@ def check_outputs(args: argparse.Namespace, labels: list[str]) -> None:
                 f"{flag}: {path} already holds {held}; give another {flag}, or --overwrite "
                 "to replace it"
             )
+
+
+def _check_distinct_outputs(args: argparse.Namespace, labels: list[str]) -> None:
+    """Every output at a path of its own (:func:`check_outputs`)."""
+    outputs = [("--out", args.out)] if args.out is not None else []
+    if args.out_dir is not None:
+        if args.out is not None and args.out.resolve() == args.out_dir.resolve():
+            raise UserInputError(f"--out {args.out} is --out-dir's folder: give a file "
+                                 "outside it")  # fmt: skip
+        outputs += [("--out-dir", args.out_dir / f"{label}.jsonl") for label in labels]
+    if args.json is not None:
+        outputs.append(("--json", args.json))
+    taken: dict[Path, str] = {}
+    for flag, path in outputs:
+        if (other := taken.get(path.resolve())) is not None:
+            raise UserInputError(f"{flag} {path} is also {other}'s file: the second would "
+                                 "replace the first; give another")  # fmt: skip
+        taken[path.resolve()] = flag
 
 
 def _starts_a_trace(path: Path) -> bool:

@@ -79,3 +79,37 @@ def test_an_earlier_trace_is_kept_without_overwrite_and_records_name_the_models(
     assert out.read_text() == before
     assert _trace(models, "ngram", "--limit", "1", "--out", str(out), "--overwrite") == 0
     assert [r.draft_model for r in read_trace(out)] == ["ngram"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--out", "t.jsonl", "--json", "t.jsonl"],
+         "--json t.jsonl is also --out's file: the second would replace the first; give another"),
+        (["--out", "d", "--out-dir", "d"], "--out d is --out-dir's folder: give a file outside it"),
+        (["--out", "d/p.jsonl", "--out-dir", "d"],
+         "--out-dir d/p.jsonl is also --out's file: the second would replace the first; give "
+         "another"),
+        (["--out", "t.jsonl", "--dataset", "p.jsonl"],
+         "--dataset p.jsonl: given twice: a set's name begins its request ids and names its "
+         "--out-dir file; give each set once"),
+        (["--out", "t.jsonl", "--dataset", "a/p.jsonl"],
+         "--dataset a/p.jsonl: named p as --dataset p.jsonl is: a set's name begins its "
+         "request ids and names its --out-dir file; give each set once"),
+    ],
+)  # fmt: skip
+def test_outputs_at_one_path_and_sets_of_one_name_are_refused_before_anything_loads(
+    models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], flags: list[str], message: str,
+) -> None:  # fmt: skip
+    """--json at --out replaced the trace with the summary (exit 0); --out at --out-dir
+    failed after the run (File exists); a set given twice, or two files of one stem, gave
+    records of one request id, the second --out-dir file replacing the first."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.jsonl").write_text((models / "p.jsonl").read_text())
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "p.jsonl").write_text((models / "p.jsonl").read_text())
+    argv = ["trace", "--target", "no-such-model", "--draft", "ngram", "--dataset", "p.jsonl"]
+    assert main([*argv, *flags, "--overwrite"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"edgespec trace: {message}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "p.jsonl"]
