@@ -173,14 +173,16 @@ def _study_with_progress(
 
 
 def read_records(paths: list[Path]) -> list[TraceRecord]:
-    """Every record of the ``--traces`` files (:func:`trace_files`); a bad file, or a
-    record that gives no rows (:func:`~edgespec.learn.stop.data.check_record`), is a usage
-    error naming the file."""
+    """Every record of the ``--traces`` files (:func:`trace_files`); a bad file, a record
+    that gives no rows (:func:`~edgespec.learn.stop.data.check_record`), or a request traced
+    twice (its rows would sit on both sides of the request split) is a usage error naming
+    the file."""
     from edgespec.config import ConfigError
     from edgespec.learn.stop.data import check_record
     from edgespec.learn.traces.records import read_trace
 
     records: list[TraceRecord] = []
+    traced: dict[str, Path] = {}  # request id -> the file that holds it
     for file in trace_files(paths):
         try:
             found = read_trace(file)
@@ -190,6 +192,14 @@ def read_records(paths: list[Path]) -> list[TraceRecord]:
             said = str(exc)
             where = "" if said.startswith(f"{file}:") else f"{file}: "
             raise UserInputError(f"--traces {where}{said}") from exc
+        for record in found:
+            if (first := traced.get(record.request_id)) is not None:
+                also = "twice in it" if first == file else f"in {first} too"
+                raise UserInputError(
+                    f"--traces {file}: request {record.request_id} is traced {also}; give "
+                    "each request once: its rows would be both training and test rows"
+                )
+            traced[record.request_id] = file
         records.extend(found)
     return records
 

@@ -51,3 +51,31 @@ def test_two_different_files_are_taken_together(tmp_path: Path) -> None:
     second = _traces(tmp_path, "b.jsonl", slice(3, 5))
     records = read_records([first, second])
     assert [r.request_id for r in records] == [r.request_id for r in read_records([TRACES])[:5]]
+
+
+@pytest.mark.parametrize("where", ["one file", "two files"])
+def test_a_request_traced_twice_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    """Requests repeated inside the files (`edgespec trace --dataset X --dataset X` made
+    such files) were taken: held-out requests were also training requests."""
+    from edgespec.errors import UserInputError
+    from edgespec.learn.stop.command import read_records
+
+    lines = TRACES.read_text().splitlines(keepends=True)
+    first = tmp_path / "a.jsonl"
+    first.write_text(
+        "".join(lines[0:3] + lines[1:2]) if where == "one file" else "".join(lines[0:3])
+    )
+    files = [first]
+    if where == "two files":
+        files.append(tmp_path / "b.jsonl")
+        files[1].write_text("".join(lines[3:5] + lines[2:3]))
+    repeated = read_records([TRACES])[1 if where == "one file" else 2].request_id
+    also = "twice in it" if where == "one file" else f"in {first} too"
+    with pytest.raises(UserInputError) as error:
+        read_records(files)
+    assert str(error.value) == (
+        f"--traces {files[-1]}: request {repeated} is traced {also}; give each request once: "
+        "its rows would be both training and test rows"
+    )
