@@ -5,6 +5,7 @@ model pair it is for (:func:`trained_pair`) and its JSON (:func:`head_json`)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -71,6 +72,15 @@ def trained_pair(meta: dict[str, Any]) -> TrainedFor | None:
     draft = drafts.pop() if len(drafts) == 1 else None
     named = recorded_name(draft) if isinstance(draft, str) and draft else None
     return TrainedFor(recorded_name(target), named, target_vocab_size(captures))
+
+
+def rounded_head(head: DecisionHead, digits: int | None) -> DecisionHead:
+    """``head`` as :func:`head_json` writes it (``digits`` significant digits): the head
+    the file holds, which ``train wisv`` measures and tabulates."""
+    if digits is None:
+        return head
+    return replace(DecisionHead.from_json(head_json(head, digits, {})),
+                   trained_for=head.trained_for)  # fmt: skip
 
 
 def head_json(head: DecisionHead, digits: int | None, metadata: dict[str, Any]) -> dict[str, Any]:

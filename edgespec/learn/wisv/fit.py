@@ -172,7 +172,7 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
 
     from edgespec.learn.progress import epoch_progress
     from edgespec.learn.wisv.evaluation import acceptance_table, evaluate
-    from edgespec.learn.wisv.export import head_json, trained_pair
+    from edgespec.learn.wisv.export import head_json, rounded_head, trained_pair
     from edgespec.learn.wisv.fit_flags import check_head_files, default_head_name
     from edgespec.learn.wisv.train import build_instances, train_head
 
@@ -192,13 +192,14 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
     with epoch_progress(Console(stderr=True, markup=False), settings.epochs) as on_epoch:
         trained = _finite(lambda: train_head(train, *widths, settings, validation, on_epoch))
     train_s = time.perf_counter() - start
-    table = acceptance_table(trained.head, data, held_eps, settings.budget)
+    saved = rounded_head(trained.head, config.digits)  # what the file holds, measured
+    table = acceptance_table(saved, data, held_eps, settings.budget)
     report: dict[str, Any] = {
-        "train": evaluate(trained.head, train),
-        "held_out": evaluate(trained.head, held),
+        "train": evaluate(saved, train),
+        "held_out": evaluate(saved, held),
     }
     if validation is not None:
-        report["validation"] = evaluate(trained.head, validation)
+        report["validation"] = evaluate(saved, validation)
     if baseline is not None:
         report["baseline"] = {
             "train": evaluate(baseline, train),
@@ -217,8 +218,8 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
         "held_out": {k: v if v is None else round(v, 4) for k, v in report["held_out"].items()},
         "inputs": "[h_d (draft post-norm) ; h_t (target post-norm) ; csi_features]",
     }
-    pair = replace(trained.head, trained_for=trained_pair(data.meta))
-    head = head_json(pair, config.digits, metadata)
+    pair = replace(saved, trained_for=trained_pair(data.meta))
+    head = head_json(pair, None, metadata)  # rounded already
     paths = _write(config.out_dir, stem, head, table, metrics)
     return {"report": report, "reject_share": table["reject_share"], "paths": paths}
 

@@ -274,3 +274,22 @@ def test_data_command_refuses_other_files_and_bad_counts(
             main(["train", "wisv-data", "--out", str(tmp_path / "d.npz"), flag, "0"])
         assert exc.value.code == 2
         assert "must be >= 1" in capsys.readouterr().err
+
+
+def test_the_metrics_and_table_measure_the_head_as_saved(tmp_path: Path) -> None:
+    """With --digits 1 the saved head differs from the trained one: the metrics, the
+    head's metadata and the acceptance table described the trained one (held-out AUC
+    0.4964 said, 0.5494 for the file written). Measured again as a baseline, the saved
+    head scores what its own run said."""
+    path = tmp_path / "d.npz"
+    synthetic().save(path)
+    first, second = tmp_path / "first", tmp_path / "second"
+    base = ["train", "wisv", "--data", str(path), "--epochs", "2", "--digits", "1"]
+    assert main([*base, "--out-dir", str(first)]) == 0
+    saved = first / "tiny-head.json"
+    assert main([*base, "--out-dir", str(second), "--baseline-head", str(saved)]) == 0
+    said = json.loads((first / "tiny-metrics.json").read_text())["report"]
+    again = json.loads((second / "tiny-metrics.json").read_text())["report"]["baseline"]
+    assert again == {"train": said["train"], "held_out": said["held_out"]}
+    held = json.loads(saved.read_text())["metadata"]["held_out"]
+    assert held == {k: v if v is None else round(v, 4) for k, v in said["held_out"].items()}
