@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from edgespec.errors import UserInputError
 from edgespec.learn.progress import progress_bar
 from edgespec.learn.wisv.data_config import (
     GSM8K_FRAME_NOTE,
@@ -77,6 +78,8 @@ def _capturer(config: DataConfig) -> tuple[Callable[[DataPrompt], PromptCapture]
     outcome: Criterion = TextOutcome(target.tokenizer) if gsm8k else ContinuationSimilarity()
     eos = eos_ids(target.model)
     head = None if config.rollout_head is None else read_head("--rollout-head", config.rollout_head)
+    if head is not None:  # before the store records the run (it crashed at the first prompt)
+        _check_head_widths(config, head, (draft.model, target.model))
 
     def capture(prompt: DataPrompt) -> PromptCapture:
         ids = encode_prompt(target.tokenizer, prompt.text, config.max_prompt_tokens)
@@ -87,6 +90,22 @@ def _capturer(config: DataConfig) -> tuple[Callable[[DataPrompt], PromptCapture]
         return capture_rollout(*pair, HeadRule(head, channel, config.rollout_threshold), eos)
 
     return capture, vocab_size
+
+
+def _check_head_widths(config: DataConfig, head: Any, models: tuple[Any, Any]) -> None:
+    """``--rollout-head`` takes the pair's hidden widths (draft, target) and the runtime's
+    CSI features, else a :class:`UserInputError` naming both widths."""
+    from edgespec.runtime.server.semantic import csi_problem
+
+    draft, target = (int(m.config.get_text_config().hidden_size) for m in models)
+    if (head.draft_hidden, head.target_hidden) != (draft, target):
+        raise UserInputError(
+            f"--rollout-head {config.rollout_head}: the head takes hidden states of widths "
+            f"{head.draft_hidden} (draft) and {head.target_hidden} (target); the pair's are "
+            f"{draft} and {target}: give a head trained for this pair"
+        )
+    if problem := csi_problem(head):
+        raise UserInputError(f"--rollout-head {config.rollout_head}: {problem}")
 
 
 def _capture_all(config: DataConfig, prompts: Sequence[DataPrompt], store: ShardStore) -> int:

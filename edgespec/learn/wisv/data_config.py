@@ -52,6 +52,9 @@ class DataConfig:
             raise UserInputError(f"--start must be >= 0, got {self.start}")
         if self.out.suffix != ".npz":
             raise UserInputError(f"--out {self.out}: the dataset is an .npz file")
+        if self.summary.resolve() == self.out.resolve():
+            raise UserInputError(f"--summary {self.summary} is --out's file: the summary would "
+                                 "replace the dataset; give another --summary")  # fmt: skip
         if self.max_prompt_tokens < 2:
             raise UserInputError("--max-prompt-tokens must be >= 2")
         if self.dataset not in DATASETS:

@@ -296,3 +296,43 @@ def test_the_rollout_head_is_taken_by_name_and_its_answer_checked(
         err.splitlines()[-1] == f"edgespec train wisv-data: {contract_message('one too many', 1)}"
     )
     assert "Traceback" not in err and not (tmp_path / "a.npz").exists()
+
+
+def test_a_rollout_head_of_other_widths_is_refused_before_the_store_records_the_run(
+    tmp_path: Path,
+    prompt_files: Path,
+    tiny_pair: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It ended in a traceback at the first prompt (exit 1), its run.json recording the
+    head, so a rerun with the right head into the same --out was refused."""
+    wide = tmp_path / "wide.json"
+    d_in = 48 + 32 + 4
+    head = DecisionHead(48, 32, np.zeros(d_in), np.ones(d_in), np.zeros((d_in, 1)),
+                        np.zeros(1), np.zeros((1, 1)), np.zeros(1))  # fmt: skip
+    wide.write_text(json.dumps(head.to_json()))
+    out = tmp_path / "a.npz"
+    argv = ["train", "wisv-data", "--out", str(out), "--target", "tiny-target", "--draft",
+            "tiny-draft", "--prompts", "1", "--gamma", "4", "--max-new-tokens", "12",
+            "--max-prompt-tokens", "16", "--dataset", "cnndm"]  # fmt: skip
+    assert main([*argv, "--rollout-head", str(wide)]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"edgespec train wisv-data: --rollout-head {wide}: the head takes hidden states of "
+        "widths 48 (draft) and 32 (target); the pair's are 32 and 32: give a head trained for "
+        "this pair"
+    )
+    assert not (tmp_path / "a.parts" / "run.json").exists() and not out.exists()
+    assert _rollout(tmp_path, out, 1) == 0  # the right head, into the same --out
+
+
+def test_a_summary_at_the_datasets_path_is_refused_before_anything_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It replaced the captured dataset with the summary (exit 0)."""
+    out = tmp_path / "d.npz"
+    argv = ["train", "wisv-data", "--out", str(out), "--summary", str(out)]
+    assert main([*argv, "--target", "never-loaded", "--draft", "never-loaded"]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec train wisv-data: --summary {out} is --out's file: the summary would replace "
+        "the dataset; give another --summary\n"
+    )
