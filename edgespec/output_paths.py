@@ -79,6 +79,20 @@ def output_file(text: str) -> Path:
     return path
 
 
+def check_distinct_outputs(*outputs: tuple[str, Path | None]) -> None:
+    """Every (flag, path) output given (``None``: not given) at a path of its own, else a
+    :class:`UserInputError` naming both flags: the second written would replace the first
+    (``--json`` at ``--profile``'s file replaced the profile, exit 0)."""
+    taken: dict[Path, str] = {}
+    for flag, path in outputs:
+        if path is None:
+            continue
+        if (other := taken.get(path.resolve())) is not None:
+            raise UserInputError(f"{flag} {path} is also {other}'s file: the second would "
+                                 "replace the first; give another")  # fmt: skip
+        taken[path.resolve()] = flag
+
+
 def check_writable(folder: Path) -> None:
     """Create a temporary file in ``folder`` and remove it again: an ``OSError`` saying why
     when a file cannot be written there (a read-only file system, /proc, no permission), so

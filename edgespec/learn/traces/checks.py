@@ -177,20 +177,15 @@ def check_outputs(args: argparse.Namespace, labels: list[str]) -> None:
 
 def _check_distinct_outputs(args: argparse.Namespace, labels: list[str]) -> None:
     """Every output at a path of its own (:func:`check_outputs`)."""
-    outputs = [("--out", args.out)] if args.out is not None else []
+    from edgespec.output_paths import check_distinct_outputs
+
+    outputs: list[tuple[str, Path | None]] = [("--out", args.out)]
     if args.out_dir is not None:
         if args.out is not None and args.out.resolve() == args.out_dir.resolve():
             raise UserInputError(f"--out {args.out} is --out-dir's folder: give a file "
                                  "outside it")  # fmt: skip
         outputs += [("--out-dir", args.out_dir / f"{label}.jsonl") for label in labels]
-    if args.json is not None:
-        outputs.append(("--json", args.json))
-    taken: dict[Path, str] = {}
-    for flag, path in outputs:
-        if (other := taken.get(path.resolve())) is not None:
-            raise UserInputError(f"{flag} {path} is also {other}'s file: the second would "
-                                 "replace the first; give another")  # fmt: skip
-        taken[path.resolve()] = flag
+    check_distinct_outputs(*outputs, ("--json", args.json))
 
 
 def _starts_a_trace(path: Path) -> bool:

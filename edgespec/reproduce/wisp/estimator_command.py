@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from edgespec.errors import UserInputError
-from edgespec.output_paths import output_file, write_text_atomically
+from edgespec.output_paths import check_distinct_outputs, output_file, write_text_atomically
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +58,7 @@ def check_args(args: argparse.Namespace) -> str | None:
     """An error message for bad arguments, or None."""
     if args.save_samples is not None and (args.samples is None or not args.machine):
         return "--save-samples needs --samples REPORT and --machine TEXT"
+    check_distinct_outputs(("--json", args.json), ("--save-samples", args.save_samples))
     return None
 
 

@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from edgespec.config import YamlFile, check_repeats, located_in
 from edgespec.errors import UserInputError
-from edgespec.output_paths import output_file, write_atomically, write_text_atomically
+from edgespec.output_paths import (
+    check_distinct_outputs,
+    output_file,
+    write_atomically,
+    write_text_atomically,
+)
 
 if TYPE_CHECKING:
     from edgespec.sim.setup.scenario import Scenario
@@ -164,6 +169,7 @@ def check_flags(args: argparse.Namespace) -> None:
         if args.target not in REPEAT:
             raise UserInputError("--repeat applies only to bench sim and bench policy")
     args.repeat = args.repeat or REPEAT.get(args.target, 1)
+    check_distinct_outputs(("--profile", args.profile), ("--json", args.json))
     if args.target != "sim" and args.overrides:
         raise UserInputError(
             f"takes no key.path=value overrides (bench sim does), got {args.overrides}"

@@ -292,3 +292,17 @@ def test_json_and_save_samples_make_their_folders(
     assert load_samples(saved).machine == "a CPU"
     assert sorted(p.name for p in fit.parent.iterdir()) == ["w9.json"]
     assert sorted(p.name for p in saved.parent.iterdir()) == ["s.json"]
+
+
+def test_json_and_save_samples_at_one_path_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The saved samples replaced the fit (or the other way round), exit 0."""
+    both = tmp_path / "x.json"
+    argv = ["reproduce", "wisp-estimator", "--samples", str(_report(tmp_path))]
+    assert main([*argv, "--json", str(both), "--save-samples", str(both), "--machine", "a"]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec reproduce wisp-estimator: --save-samples {both} is also --json's file: the "
+        "second would replace the first; give another\n"
+    )
+    assert not both.exists()

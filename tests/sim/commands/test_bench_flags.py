@@ -154,3 +154,20 @@ def test_record_rounds_is_refused_for_a_benchmark_that_keeps_no_records(
         "edgespec bench sim: record_rounds=true: bench sim keeps no records, so no round would be "
         "recorded; drop it (`edgespec sim --rounds` keeps them)\n"
     )
+
+
+def test_profile_and_json_at_one_path_are_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The JSON result replaced the cProfile stats (exit 0)."""
+
+    def never(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the benchmark ran")
+
+    monkeypatch.setattr("edgespec.sim.commands.bench._timed", never)
+    both = tmp_path / "x.out"
+    assert main(["bench", "sim", "--profile", str(both), "--json", str(both)]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec bench sim: --json {both} is also --profile's file: the second would replace "
+        "the first; give another\n"
+    )
