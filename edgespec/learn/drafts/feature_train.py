@@ -261,7 +261,7 @@ def train_feature_draft(
     rng = random.Random(settings.seed)
     with run.saved_on_stop():
         for index in run.batch_order(settings.epochs, len(batches), rng, carried=True):
-            lr = _learning_rate(settings, run.step / total_steps, run.elapsed_s())
+            lr = _learning_rate(settings, run.step, total_steps, run.elapsed_s())
             if lr is None:
                 break
             for group in optimizer.param_groups:
@@ -279,14 +279,21 @@ def train_feature_draft(
 
 
 def _learning_rate(
-    settings: FeatureTrainSettings, step_fraction: float, elapsed_s: float
+    settings: FeatureTrainSettings, step: int, total_steps: int, elapsed_s: float
 ) -> float | None:
-    """The learning rate once ``step_fraction`` of the steps and ``elapsed_s`` of the time
-    budget are spent (whichever is further on), ``None`` once either is all spent."""
-    progress = step_fraction
+    """The learning rate of step ``step`` of ``total_steps`` once ``elapsed_s`` of the time
+    budget is spent: a linear warm-up over the first ``warmup_fraction`` of the steps, then
+    a cosine over the steps, or over the time budget once it binds (its spent share past
+    the steps' after this one: the run is behind the budget's pace); ``None`` once either
+    is all spent. By step alone while the budget does not bind, so that a run is the same
+    run whatever the clock, resumed or not (the clock's share, always the further on at
+    the first step, set the first rates, and two runs of one seed differed)."""
+    progress = step / total_steps
     if settings.time_budget_s is not None:
-        progress = max(progress, elapsed_s / settings.time_budget_s)
+        spent = elapsed_s / settings.time_budget_s
+        if spent >= 1.0 or spent > (step + 1) / total_steps:  # behind its pace: it binds
+            progress = spent
     if progress >= 1.0:
         return None
-    warm = min(1.0, progress / settings.warmup_fraction)
+    warm = min(1.0, (step + 1) / (settings.warmup_fraction * total_steps))
     return settings.learning_rate * warm * 0.5 * (1 + math.cos(math.pi * progress))
