@@ -129,12 +129,15 @@ def _kept_from(args: argparse.Namespace) -> list[int] | None:
 
 
 def _kept_tokens(args: argparse.Namespace, target: object) -> list[int]:
-    """K tokens the shards' continuations use most (the special tokens always among them)."""
+    """K tokens the shards' continuations use most (the special tokens always among them):
+    distillation shards or ``train text-shards``' (which hold no top-k lists: they were
+    refused here as "not a shard")."""
     from edgespec.learn.drafts import samples as shards
 
-    samples = shards.load_shards(*args.data_dir)
+    sequences = [pair for path in shard_files(args.data_dir)
+                 for pair in shards.read_token_shard(path) if len(pair[1]) > 0]  # fmt: skip
     always = list(shards.special_token_ids(getattr(target, "tokenizer", None)).values())
-    return shards.choose_kept_tokens(samples, args.kept_tokens, always)
+    return shards.choose_kept_tokens(sequences, args.kept_tokens, always)
 
 
 def shard_files(directories: list[Path]) -> list[Path]:

@@ -231,7 +231,9 @@ def training_data(
         list(saved.config.draft_token_ids)
         if saved is not None
         else samples.choose_kept_tokens(
-            train, job.architecture.num_kept_tokens, always=sorted(set(special.values()))
+            samples.token_ids(train),
+            job.architecture.num_kept_tokens,
+            always=sorted(set(special.values())),
         )
     )
     if job.extra_data_dirs:

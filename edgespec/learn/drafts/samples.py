@@ -5,7 +5,7 @@ write, kept apart from the validation prompts, and counted into a draft's kept t
 from __future__ import annotations
 
 import pickle
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,22 +129,30 @@ def without_prompts_of(
 
 
 def choose_kept_tokens(
-    samples: Sequence[Sample], num_kept: int, always: Sequence[int] = ()
+    sequences: Iterable[tuple[torch.Tensor, torch.Tensor]],
+    num_kept: int,
+    always: Sequence[int] = (),
 ) -> list[int]:
     """``num_kept`` target ids: ``always`` (special tokens) first, counted within
-    ``num_kept``, then the most frequent ids (continuation tokens count 4× prompt tokens),
-    by frequency."""
+    ``num_kept``, then the most frequent ids of ``sequences`` ((prompt ids, output ids):
+    a distillation shard's samples, :func:`token_ids`, or a text shard's,
+    :func:`read_token_shard`; continuation tokens count 4× prompt tokens), by frequency."""
     counts: dict[int, float] = {}
-    for s in samples:
-        for tok in s.prompt_ids.tolist():
+    for prompt_ids, output_ids in sequences:
+        for tok in prompt_ids.tolist():
             counts[tok] = counts.get(tok, 0.0) + 1.0
-        for tok in s.output_ids.tolist():
+        for tok in output_ids.tolist():
             counts[tok] = counts.get(tok, 0.0) + 4.0
     forced = list(dict.fromkeys(int(t) for t in always))
     ranked = [
         t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if t not in forced
     ]
     return (forced + ranked)[:num_kept]
+
+
+def token_ids(samples: Iterable[Sample]) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """(prompt ids, output ids) of each sample."""
+    return ((s.prompt_ids, s.output_ids) for s in samples)
 
 
 def special_token_ids(tokenizer: Any) -> dict[str, int]:

@@ -22,7 +22,7 @@ from edgespec.learn.drafts.distill_data import (
     generate_distillation_data,
     plan_batches,
 )
-from edgespec.learn.drafts.samples import Sample, choose_kept_tokens, load_shards
+from edgespec.learn.drafts.samples import Sample, choose_kept_tokens, load_shards, token_ids
 from tests.models.tiny import SPECIAL, VOCAB, tiny_target
 
 
@@ -92,8 +92,8 @@ def _sample(prompt: list[int], output: list[int]) -> Sample:
 def test_choose_kept_tokens_orders_by_weighted_frequency() -> None:
     samples = [_sample([2, 9, 9, 9], [5, 7]), _sample([2, 9], [5])]
     # 9: 4 prompt hits → 4; 5: 2 output hits → 8; 7: 4; 2: 2
-    assert choose_kept_tokens(samples, 3, always=[1]) == [1, 5, 7]
-    assert choose_kept_tokens(samples, 10) == [5, 7, 9, 2]
+    assert choose_kept_tokens(token_ids(samples), 3, always=[1]) == [1, 5, 7]
+    assert choose_kept_tokens(token_ids(samples), 10) == [5, 7, 9, 2]
 
 
 def test_training_reduces_loss_and_learns_a_toy_continuation() -> None:

@@ -211,3 +211,27 @@ def test_temporaries_of_a_killed_run_are_removed_by_the_next(tmp_path: Path) -> 
         "shard_00000.pt",
         "shard_00001.pt",
     ]
+
+
+def test_feature_draft_chooses_its_kept_tokens_from_text_shards(tmp_path: Path) -> None:
+    """Without --kept-from, feature-draft read its --data-dir as distillation shards and
+    refused a text-shards folder after the target loaded: "shard_00000.pt: not a shard
+    (missing topk_ids, topk_logits)"."""
+    import argparse
+    from types import SimpleNamespace
+
+    from edgespec.learn.drafts.feature_command import _kept_tokens
+
+    text_shards.write_text_shards(_Tok(), _texts(40), tmp_path / "s", max_tokens=64)
+    weights: dict[int, int] = {}  # an output token counts 4x a prompt token
+    for shard in (tmp_path / "s").glob("shard_*.pt"):
+        data = torch.load(shard, weights_only=True)
+        for prompt, output in zip(data["prompt_ids"], data["output_ids"], strict=True):
+            for token, weight in [(t, 1) for t in prompt.tolist()] + [
+                (t, 4) for t in output.tolist()
+            ]:
+                weights[token] = weights.get(token, 0) + weight
+    ranked = sorted((t for t in weights if t != 2), key=lambda t: (-weights[t], t))
+    args = argparse.Namespace(data_dir=[tmp_path / "s"], kept_tokens=4)
+    target = SimpleNamespace(tokenizer=_Tok())  # its BOS (2) is always kept
+    assert _kept_tokens(args, target) == [2, *ranked[:3]]
