@@ -133,20 +133,17 @@ def add_arguments(sub: Any) -> None:
     p.add_argument(
         "--conversations",
         type=positive_int,
-        default=2000,
-        help="ShareGPT conversations to label (default 2000)",
+        help="with --text-data-dir: ShareGPT conversations to label (default 2000)",
     )
     p.add_argument(
         "--text-minutes",
         type=budget_minutes,
-        default=15.0,
-        help=f"labelling budget, minutes, {_AT_MOST} (default 15)",
+        help=f"with --text-data-dir: labelling budget, minutes, {_AT_MOST} (default 15)",
     )
     p.add_argument(
         "--text-max-tokens",
         type=positive_int,
-        default=256,
-        help="tokens per labelled text (default 256)",
+        help="with --text-data-dir: tokens per labelled text (default 256)",
     )
 
 
@@ -156,7 +153,7 @@ def draft_job(args: argparse.Namespace) -> DraftJob:
     from edgespec.learn.drafts.checkpoint import check_resumable
     from edgespec.learn.drafts.distill import DraftArchitecture, TrainSettings
     from edgespec.learn.drafts.distill_data import GenerationSettings
-    from edgespec.learn.drafts.draft_checks import training_datasets
+    from edgespec.learn.drafts.draft_checks import text_flags, training_datasets
     from edgespec.learn.drafts.draft_training import checkpoint_settings
     from edgespec.learn.drafts.make_draft import DraftJob, TextLabelling
 
@@ -164,9 +161,9 @@ def draft_job(args: argparse.Namespace) -> DraftJob:
     options = training_options(args)
     labelling = None
     if args.text_data_dir is not None:
-        labelling = TextLabelling(
-            args.text_data_dir, args.conversations, args.text_minutes, args.text_max_tokens
-        )
+        text = text_flags(args)
+        labelling = TextLabelling(args.text_data_dir, text["conversations"],
+                                  text["text_minutes"], text["text_max_tokens"])  # fmt: skip
     job = DraftJob(
         target=args.target,
         out=args.out,
@@ -207,7 +204,12 @@ def draft_job(args: argparse.Namespace) -> DraftJob:
 def _check_flags(args: argparse.Namespace) -> None:
     """Flags that contradict each other, a missing directory, a new draft's shape that no
     target fits, a limit too small to use: each a one-line usage error, before any work."""
-    from edgespec.learn.drafts.draft_checks import check_heads, check_out_apart
+    from edgespec.learn.drafts.draft_checks import (
+        check_distinct_data_dirs,
+        check_heads,
+        check_out_apart,
+        text_flags,
+    )
     from edgespec.learn.drafts.make_draft import trimmed_draft_path
 
     if args.fast_head and args.init_from is None:
@@ -219,6 +221,8 @@ def _check_flags(args: argparse.Namespace) -> None:
     for extra in args.train_data_dir:
         if not extra.is_dir():
             raise UserInputError(f"--train-data-dir {str(extra)!r} is not a directory")
+    check_distinct_data_dirs(args.data_dir, args.train_data_dir)
+    text = text_flags(args)  # given without --text-data-dir: refused
     named = [("--data-dir", args.data_dir), ("--text-data-dir", args.text_data_dir)]
     check_out_apart(args.out, named + [("--train-data-dir", d) for d in args.train_data_dir])
     check_replaceable("--out", args.out, DRAFT, args.overwrite)
@@ -230,8 +234,8 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise UserInputError(
             f"--max-prompt-tokens must be >= 2 (BOS + one), got {args.max_prompt_tokens}"
         )
-    if args.text_data_dir is not None and args.text_max_tokens < 3:
-        raise UserInputError(f"--text-max-tokens must be >= 3, got {args.text_max_tokens}")
+    if args.text_data_dir is not None and text["text_max_tokens"] < 3:
+        raise UserInputError(f"--text-max-tokens must be >= 3, got {text['text_max_tokens']}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -124,6 +124,35 @@ def _saved_config(target: str) -> dict[str, Any] | None:
     return config if isinstance(config, dict) else None
 
 
+TEXT_DEFAULTS = {"conversations": 2000, "text_minutes": 15.0, "text_max_tokens": 256}
+"""The text labelling's flags' defaults, taken with ``--text-data-dir`` (:func:`text_flags`)."""
+
+
+def text_flags(args: Any) -> dict[str, Any]:
+    """``--conversations``, ``--text-minutes`` and ``--text-max-tokens`` (their defaults
+    where not given); one given without ``--text-data-dir``, which labels nothing without
+    it, is a :class:`UserInputError` (it was taken and did nothing)."""
+    given = [name for name in TEXT_DEFAULTS if getattr(args, name) is not None]
+    if given and args.text_data_dir is None:
+        flag = "--" + given[0].replace("_", "-")
+        only = "sets the text labelling, which only --text-data-dir runs"
+        raise UserInputError(f"{flag} {only}: give --text-data-dir DIR too, or leave {flag} out")
+    return {name: default if getattr(args, name) is None else getattr(args, name)
+            for name, default in TEXT_DEFAULTS.items()}  # fmt: skip
+
+
+def check_distinct_data_dirs(data_dir: Path, train_data_dirs: Sequence[Path]) -> None:
+    """Each shard folder once among ``--data-dir`` and the ``--train-data-dir`` (as
+    resolved, so ``dd`` and ``dd/`` are one): a folder given again would be trained on
+    twice, its sequences weighted double without a word."""
+    seen = {data_dir.resolve(): "--data-dir"}
+    for extra in train_data_dirs:
+        if (first := seen.get(extra.resolve())) is not None:
+            twice = "its shards would be trained on twice; give each folder once"
+            raise UserInputError(f"--train-data-dir {extra} is {first}'s folder again: {twice}")
+        seen[extra.resolve()] = "--train-data-dir"
+
+
 def check_out_apart(out: Path, folders: Sequence[tuple[str, Path | None]]) -> None:
     """``--out`` must be a folder of its own: none of the run's shard or features
     ``folders`` (each with its flag), nor one that holds shards or features: a draft saved

@@ -137,10 +137,40 @@ def test_train_draft_takes_a_budget_of_exactly_the_largest_minutes(tmp_path: Pat
 
     args = build_parser().parse_args(
         ["train", "draft", "--out", str(tmp_path / "d"), "--data-dir", str(tmp_path / "s"),
-         "--train-minutes", "10000000", "--gen-minutes", "1e7", "--text-minutes", "1e7"]
+         "--train-minutes", "10000000", "--gen-minutes", "1e7", "--text-minutes", "1e7",
+         "--text-data-dir", str(tmp_path / "t")]
     )  # fmt: skip
     job = draft_job(args)
-    assert (job.training.time_budget_s, job.gen_minutes, args.text_minutes) == (6e8, 1e7, 1e7)
+    assert job.labelling is not None
+    assert (job.training.time_budget_s, job.gen_minutes, job.labelling.minutes) == (6e8, 1e7, 1e7)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--conversations", "5"], "--conversations sets the text labelling, which only "
+         "--text-data-dir runs: give --text-data-dir DIR too, or leave --conversations out"),
+        (["--text-max-tokens", "20"], "--text-max-tokens sets the text labelling, which only "
+         "--text-data-dir runs: give --text-data-dir DIR too, or leave --text-max-tokens out"),
+        (["--train-data-dir", "{s}/"], "--train-data-dir {s} is --data-dir's folder again: its "
+         "shards would be trained on twice; give each folder once"),
+        (["--train-data-dir", "{x}", "--train-data-dir", "{x}"], "--train-data-dir {x} is "
+         "--train-data-dir's folder again: its shards would be trained on twice; give each "
+         "folder once"),
+    ],
+)  # fmt: skip
+def test_train_draft_refuses_flags_that_would_do_nothing_or_count_twice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    """Text flags without --text-data-dir were taken and labelled nothing (exit 0); a shard
+    folder given again was trained on twice (21 training sequences for 7)."""
+    (tmp_path / "s").mkdir()
+    (tmp_path / "x").mkdir()
+    given = [f.format(s=tmp_path / "s", x=tmp_path / "x") for f in flags]
+    args = ["train", "draft", "--out", str(tmp_path / "d"), "--data-dir", str(tmp_path / "s")]
+    assert main([*args, *given]) == 2
+    said = message.format(s=tmp_path / "s", x=tmp_path / "x")
+    assert capsys.readouterr().err == f"edgespec train draft: {said}\n"
 
 
 def test_sharegpt_conversations_use_the_prompt_template_and_the_training_split(
