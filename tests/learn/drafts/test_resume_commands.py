@@ -8,6 +8,7 @@ training data discard it in a line."""
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -152,7 +153,7 @@ def test_train_draft_refuses_a_damaged_checkpoint_naming_it(
     [
         (("--overwrite",), " (--overwrite):"),
         (
-            ("--train-data-dir", "data"),  # the shards twice: other training data
+            ("--train-data-dir", "more"),  # a copy of the shards: other training data
             ": it was made on other training data (the data stages have added to it, or "
             "other folders were given);",
         ),
@@ -166,6 +167,7 @@ def test_train_draft_discards_the_checkpoint_with_overwrite_or_other_data(
     flags: tuple[str, ...],
     why: str,
 ) -> None:
+    shutil.copytree("data", "more")  # the same folder again is refused (trained twice)
     steps = _draft(Path("out"), monkeypatch, *flags, target=target_dir)
     assert steps[:6] == [1, 2, 3, 4, 5, 6]  # from the start
     assert (
