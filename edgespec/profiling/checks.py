@@ -96,8 +96,8 @@ def check_out(out: Path, overwrite: bool) -> str | None:
 def read_checkpoint(args: argparse.Namespace, spec: Any) -> Any:
     """The checkpoint to resume, or None. A checkpoint exists only while its profile is
     unfinished (it is deleted once the files are written), so one found without --resume
-    or --fresh is an error rather than silently overwritten; raises CheckpointError with
-    the message to print."""
+    or --fresh is an error rather than silently overwritten, and --resume without one
+    too (as ``calibrate --resume`` is); raises CheckpointError with the message to print."""
     from edgespec.profiling.checkpoint import (
         CheckpointError,
         checkpoint_path,
@@ -107,6 +107,11 @@ def read_checkpoint(args: argparse.Namespace, spec: Any) -> Any:
     )
 
     path = checkpoint_path(Path(args.out))
+    if args.resume and not path.exists():  # it ran a whole new profile, "resuming: 0 of N"
+        raise CheckpointError(
+            f"--resume: no unfinished profile to continue ({path} does not exist): give the "
+            "--out the stopped profile writes, or leave --resume out"
+        )
     if not path.exists() or args.fresh:
         return None
     if not args.resume:

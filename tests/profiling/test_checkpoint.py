@@ -140,6 +140,14 @@ def test_interrupted_profile_resumes_and_refuses_to_overwrite(
     assert "resuming: 5 of 36 configurations already measured" in capsys.readouterr().err
     assert len(calls) == (36 - 5) * runs and not calls[0].startswith("c0r")
     assert calls[0] == "c5r0" and not ckpt.exists() and out.is_file()
+    elsewhere = tmp_path / "q.yaml"  # no stopped profile there: it ran a new one whole
+    assert run_command(_args(*argv, "--resume", "--out", str(elsewhere))) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec profile: --resume: no unfinished profile to continue "
+        f"({tmp_path / 'q-samples.jsonl'} does not exist): give the --out the stopped profile "
+        "writes, or leave --resume out\n"
+    )
+    assert not elsewhere.exists()
     report = json.loads((tmp_path / "p-report.json").read_text())
     assert sorted({s["config"] for s in report["samples"]}) == list(range(36))
     assert len(report["samples"]) == 36 * 2

@@ -185,6 +185,10 @@ def _check_distinct_outputs(args: argparse.Namespace, labels: list[str]) -> None
             raise UserInputError(f"--out {args.out} is --out-dir's folder: give a file "
                                  "outside it")  # fmt: skip
         outputs += [("--out-dir", args.out_dir / f"{label}.jsonl") for label in labels]
+    for flag, path in outputs:  # --out's is refused as it is parsed; a set's file here
+        if path is not None and path.is_dir():
+            raise UserInputError(f"{flag}: {path} is a folder where this trace writes a file; "
+                                 "move it or give another")  # fmt: skip
     check_distinct_outputs(*outputs, ("--json", args.json))
 
 

@@ -97,7 +97,8 @@ def semantic_rules_for(config: Any, head: Any, model: Any, vocab_size: int | Non
         )
     width = model if isinstance(model, int) else int(model.config.get_text_config().hidden_size)
     thresholds = config.semantic_thresholds or None
-    digest = hashlib.sha256(Path(config.semantic_head).read_bytes()).hexdigest()  # for Health
+    file = config.semantic_head  # its SHA-256 for Health ("": a head given in process)
+    digest = "" if file is None else hashlib.sha256(Path(file).read_bytes()).hexdigest()
     try:
         return semantic_rules(head, thresholds, target_hidden_size=width, head_sha256=digest)
     except ValueError as exc:

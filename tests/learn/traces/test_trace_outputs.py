@@ -93,6 +93,9 @@ def test_an_earlier_trace_is_kept_without_overwrite_and_records_name_the_models(
         (["--out", "t.jsonl", "--dataset", "p.jsonl"],
          "--dataset p.jsonl: given twice: a set's name begins its request ids and names its "
          "--out-dir file; give each set once"),
+        (["--out-dir", "a"],  # a/p.jsonl is a folder: it failed after --out was written
+         "--out-dir: a/p.jsonl is a folder where this trace writes a file; move it or give "
+         "another"),
         (["--out", "t.jsonl", "--dataset", "a/p.jsonl"],
          "--dataset a/p.jsonl: named p as --dataset p.jsonl is: a set's name begins its "
          "request ids and names its --out-dir file; give each set once"),
@@ -109,6 +112,9 @@ def test_outputs_at_one_path_and_sets_of_one_name_are_refused_before_anything_lo
     (tmp_path / "p.jsonl").write_text((models / "p.jsonl").read_text())
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "p.jsonl").write_text((models / "p.jsonl").read_text())
+    if "--out-dir" in flags and "d" not in flags:
+        (tmp_path / "a" / "p.jsonl").unlink()
+        (tmp_path / "a" / "p.jsonl").mkdir()
     argv = ["trace", "--target", "no-such-model", "--draft", "ngram", "--dataset", "p.jsonl"]
     assert main([*argv, *flags, "--overwrite"]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == f"edgespec trace: {message}"
