@@ -93,9 +93,18 @@ def _capturer(config: DataConfig) -> tuple[Callable[[DataPrompt], PromptCapture]
 
 
 def _check_head_widths(config: DataConfig, head: Any, models: tuple[Any, Any]) -> None:
-    """``--rollout-head`` takes the pair's hidden widths (draft, target) and the runtime's
-    CSI features, else a :class:`UserInputError` naming both widths."""
+    """``--rollout-head`` was trained for this target (when it records one, as ``serve
+    --semantic-head`` checks) and takes the pair's hidden widths (draft, target) and the
+    runtime's CSI features, else a :class:`UserInputError` naming what differs."""
+    from edgespec.models.registry import same_model
     from edgespec.runtime.server.semantic import csi_problem
+
+    trained = getattr(head, "trained_for", None)  # a head of the registry may record none
+    if trained is not None and not same_model(trained.target, config.target):
+        raise UserInputError(
+            f"--rollout-head {config.rollout_head} was trained for target {trained.target}, "
+            f"not {config.target}: give a head trained for this pair"
+        )
 
     draft, target = (int(m.config.get_text_config().hidden_size) for m in models)
     if (head.draft_hidden, head.target_hidden) != (draft, target):

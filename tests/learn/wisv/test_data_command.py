@@ -336,3 +336,30 @@ def test_a_summary_at_the_datasets_path_is_refused_before_anything_loads(
         f"edgespec train wisv-data: --summary {out} is --out's file: the summary would replace "
         "the dataset; give another --summary\n"
     )
+
+
+def test_a_rollout_head_trained_for_another_target_is_refused(
+    tmp_path: Path,
+    prompt_files: Path,
+    tiny_pair: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """As `serve --semantic-head` refuses one: it was taken (and failed later, or judged
+    another pair's hidden states)."""
+    from dataclasses import replace
+
+    from edgespec.policies.semantic.head import TrainedFor, load_head
+
+    other = tmp_path / "other.json"
+    head = replace(load_head(_head_file(tmp_path)), trained_for=TrainedFor("other-target", None))
+    other.write_text(json.dumps(head.to_json()))
+    out = tmp_path / "a.npz"
+    argv = ["train", "wisv-data", "--out", str(out), "--target", "tiny-target", "--draft",
+            "tiny-draft", "--prompts", "1", "--gamma", "4", "--max-new-tokens", "12",
+            "--max-prompt-tokens", "16", "--dataset", "cnndm"]  # fmt: skip
+    assert main([*argv, "--rollout-head", str(other)]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"edgespec train wisv-data: --rollout-head {other} was trained for target other-target, "
+        "not tiny-target: give a head trained for this pair"
+    )
+    assert not (tmp_path / "a.parts" / "run.json").exists()
