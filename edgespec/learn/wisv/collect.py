@@ -97,7 +97,7 @@ def _check_head_widths(config: DataConfig, head: Any, models: tuple[Any, Any]) -
     --semantic-head`` checks) and takes the pair's hidden widths (draft, target) and the
     runtime's CSI features, else a :class:`UserInputError` naming what differs."""
     from edgespec.models.registry import same_model
-    from edgespec.runtime.server.semantic import csi_problem
+    from edgespec.policies.semantic.csi import csi_count_problem
 
     trained = getattr(head, "trained_for", None)  # a head of the registry may record none
     if trained is not None and not same_model(trained.target, config.target):
@@ -113,7 +113,7 @@ def _check_head_widths(config: DataConfig, head: Any, models: tuple[Any, Any]) -
             f"{head.draft_hidden} (draft) and {head.target_hidden} (target); the pair's are "
             f"{draft} and {target}: give a head trained for this pair"
         )
-    if problem := csi_problem(head):
+    if problem := csi_count_problem(head.num_csi):
         raise UserInputError(f"--rollout-head {config.rollout_head}: {problem}")
 
 

@@ -60,3 +60,14 @@ def csi_features(state: ChannelState) -> tuple[float, ...]:
         state.rtt_s / 0.1,
         state.quality,
     )
+
+
+def csi_count_problem(num_csi: int) -> str | None:
+    """Why a decision head taking ``num_csi`` CSI features cannot be fed these
+    (``None``: it can)."""
+    if num_csi == NUM_CSI_FEATURES:
+        return None
+    return (
+        f"the decision head takes {num_csi} CSI features; the runtime sends "
+        f"{NUM_CSI_FEATURES} (edgespec.policies.semantic.csi)"
+    )

@@ -47,7 +47,7 @@ def semantic_head(config: Any, warn: Callable[[str], None] | None = None) -> Any
     from edgespec.models.registry import same_model
     from edgespec.policies.registry import build_policy_at
     from edgespec.policies.semantic.bundled import bundled_pair
-    from edgespec.runtime.server.semantic import csi_problem
+    from edgespec.policies.semantic.csi import csi_count_problem
 
     if config.semantic_head is None:
         return None
@@ -56,7 +56,7 @@ def semantic_head(config: Any, warn: Callable[[str], None] | None = None) -> Any
         head = build_policy_at("semantic_head", "head", spec)
     except ConfigError as exc:  # the field is the file's name, not a policy spec
         raise ConfigError("semantic_head", exc.message) from None
-    if problem := csi_problem(head):  # before the target loads, not after
+    if problem := csi_count_problem(head.num_csi):  # before the target loads, not after
         raise ConfigError("semantic_head", f"{config.semantic_head}: {problem}")
     if head.trained_for is None:
         head = dataclasses.replace(head, trained_for=bundled_pair(config.semantic_head))

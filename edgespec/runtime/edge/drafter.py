@@ -177,12 +177,7 @@ def _generate(
     # the pair is named by the client id, as the server names it (WindowObservation.pair)
     ledger = Ledger(options.session_id, on_tokens, feature, clock, options.client_id,
                     options.on_logprobs, options.on_prompt_logprobs)  # fmt: skip
-    # the draft's width, said when the session opens (generate() turned its rows on)
-    wisv = (
-        None
-        if semantic is None
-        else semantic.spec(hidden_state_drafter(drafter).return_hidden(True))
-    )
+    wisv = None if semantic is None else semantic.spec(_draft_width(drafter))
     opened = clock()
     first = _session_spec(options, prompt, sampling, feature is not None, wisv)
     _open(verifier, first, options, clock)
@@ -203,13 +198,8 @@ def _generate(
             raise
     report = None
     if semantic is not None and upload is not None:
-        report = SemanticReport(
-            semantic.threshold,
-            upload,
-            handshake_rtt_s,
-            tuple(loop.exchanges),
-            tuple(loop.mismatches),
-        )
+        report = SemanticReport(semantic.threshold, upload, handshake_rtt_s,
+                                tuple(loop.exchanges), tuple(loop.mismatches))  # fmt: skip
     return GenerationResult(
         output_token_ids=tuple(ledger.output),
         rounds=tuple(ledger.rounds),
@@ -219,6 +209,12 @@ def _generate(
         num_replays=loop.replays,
         num_resends=loop.resends,
     )
+
+
+def _draft_width(drafter: DraftBackend) -> int:
+    """The draft's hidden size, said when a semantic session opens (``generate`` turned its
+    rows on already: this asks again, for the width)."""
+    return hidden_state_drafter(drafter).return_hidden(True)
 
 
 def _open(

@@ -64,6 +64,8 @@ Fused rounds and baselines:
   verified through the service's queue;
 * :mod:`.worker_bridge` — ``ServiceVerifier`` (a worker's verifier whose calls run on the
   service's event loop) and ``from_worker`` (a worker's items streamed back to the loop);
+* :mod:`.run_threads` — ``ThreadPerRun``, the executor that gives each fused run a thread
+  of its own, ended with it;
 * :mod:`.cloud_only` — cloud-only fused rounds (``--fused-rounds cloud_only``): an empty block
   verified, i.e. the target's next token;
 * :mod:`.fused_baseline` — the whole-request fused baseline (``Generate``, fused mode).

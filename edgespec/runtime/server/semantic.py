@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from edgespec.core.types import FloatArray, SamplingParams, VerifyResult
 from edgespec.policies.interfaces import SemanticHead
-from edgespec.policies.semantic.csi import NUM_CSI_FEATURES, ChannelState
+from edgespec.policies.semantic.csi import ChannelState, csi_count_problem
 from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead, load_head, rule_text
 from edgespec.policies.semantic.judge import judge_mismatches
 from edgespec.runtime.backends.logit_rows import ArgmaxRows, LogitRows
@@ -66,16 +66,6 @@ def threshold_label(threshold: int) -> str:
     return f"{threshold}/{THRESHOLD_STEPS}"
 
 
-def csi_problem(head: SemanticHead) -> str | None:
-    """Why the runtime cannot feed ``head`` its CSI input (``None``: it can)."""
-    if head.num_csi == NUM_CSI_FEATURES:
-        return None
-    return (
-        f"the decision head takes {head.num_csi} CSI features; the runtime sends "
-        f"{NUM_CSI_FEATURES} (edgespec.policies.semantic.csi)"
-    )
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class SemanticVerification:
     """What a server serves under :data:`SEMANTIC`: binds each session that asks for it
@@ -90,7 +80,7 @@ class SemanticVerification:
     head_sha256: str = ""
 
     def __post_init__(self) -> None:
-        if problem := csi_problem(self.head):
+        if problem := csi_count_problem(self.head.num_csi):
             raise ValueError(problem)
         outside = sorted(set(self.thresholds) - ALL_THRESHOLDS)
         if outside or not self.thresholds:

@@ -19,7 +19,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import TypeVar
 
 from edgespec.core.sampling_params import TokenLogprobs
@@ -44,6 +44,7 @@ from edgespec.runtime.server.fused_baseline import fused_baseline
 from edgespec.runtime.server.fused_run import stream_fused_run
 from edgespec.runtime.server.fused_setup import ServerWindow, fused_draft_factory, start_fused_run
 from edgespec.runtime.server.round_log import RoundLog
+from edgespec.runtime.server.run_threads import ThreadPerRun
 from edgespec.runtime.server.scheduler import Scheduler
 
 _T = TypeVar("_T")
@@ -86,9 +87,9 @@ class VerificationService:
         planner = BatchPlanner(batching, config, clock)
         self._scheduler = Scheduler(engine, planner, self._admission, self._counters, clock,
                                     batch_wait_s, round_log, config.group_wait_s)  # fmt: skip
-        # a fused run holds a thread for all its rounds: one per session the server admits,
-        # so a run never waits for another's thread (each client is bounded by its sessions)
-        self._fused_executor = ThreadPoolExecutor(config.max_sessions, "edgespec-fused")
+        # a fused run holds a thread of its own for all its rounds, ended with it (at most
+        # one per session the server admits: each client is bounded by its sessions)
+        self._fused_executor = ThreadPerRun("edgespec-fused")
         self._fused_sessions: set[str] = set()  # sessions with a fused run in progress
 
     @property

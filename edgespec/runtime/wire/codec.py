@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -69,15 +70,7 @@ def spec_to_proto(spec: SessionSpec) -> Any:
         o = spec.semantic
         if o.threshold < 0:
             raise ValueError(f"semantic threshold {o.threshold} is negative")
-        msg.semantic.CopyFrom(
-            pb.SemanticOptions(
-                threshold=o.threshold,
-                uplink_bps=o.uplink_bps,
-                per=o.per,
-                rtt_s=o.rtt_s,
-                draft_hidden_size=o.draft_hidden_size,
-            )
-        )
+        msg.semantic.CopyFrom(pb.SemanticOptions(**asdict(o)))  # the fields' names, one to one
     return msg
 
 

@@ -20,12 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgespec.config import YamlFile, check_repeats, located_in
 from edgespec.errors import UserInputError
-from edgespec.output_paths import (
-    check_distinct_outputs,
-    output_file,
-    write_atomically,
-    write_text_atomically,
-)
+from edgespec.output_paths import output_file, write_atomically, write_text_atomically
 
 if TYPE_CHECKING:
     from edgespec.sim.setup.scenario import Scenario
@@ -161,6 +156,8 @@ SIM_ONLY = ("--straightforward", "--handlers", "--check", "--one-path", "--profi
 def check_flags(args: argparse.Namespace) -> None:
     """Flags out of range, given where they do nothing or contradicting each other: one
     line before anything runs; the output files' folders made."""
+    from edgespec.output_paths import check_distinct_outputs
+
     if args.repeat is not None:
         if args.repeat < 1:
             raise UserInputError(f"--repeat must be >= 1, got {args.repeat}")
@@ -169,7 +166,7 @@ def check_flags(args: argparse.Namespace) -> None:
         if args.target not in REPEAT:
             raise UserInputError("--repeat applies only to bench sim and bench policy")
     args.repeat = args.repeat or REPEAT.get(args.target, 1)
-    check_distinct_outputs(("--profile", args.profile), ("--json", args.json))
+    check_distinct_outputs(("--profile", args.profile), ("--json", args.json))  # one file each
     if args.target != "sim" and args.overrides:
         raise UserInputError(
             f"takes no key.path=value overrides (bench sim does), got {args.overrides}"
