@@ -7,7 +7,10 @@ outage seconds longer than it was."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import time
+from collections.abc import Iterator
 
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S
@@ -39,6 +42,17 @@ def _first_answer(client: RemoteVerifier, until_s: float) -> float | None:
     return None
 
 
+@contextlib.contextmanager
+def _held(port: int) -> Iterator[None]:
+    """``port`` bound, not listening, while the server is down: a connection is refused, and
+    the kernel gives the port to no other process (a test on another worker got it, so the
+    "down" server answered: a flaky run)."""
+    with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # its closed connections
+        holder.bind(("127.0.0.1", port))
+        yield
+
+
 def test_a_restarted_server_is_served_again_within_the_reconnect_backoff(
     target: TransformersTarget,
 ) -> None:
@@ -49,7 +63,8 @@ def test_a_restarted_server_is_served_again_within_the_reconnect_backoff(
     server.stop(grace_s=0)
     restarted = None
     try:
-        assert _first_answer(client, time.monotonic() + DOWN_S) is None  # down
+        with _held(port):  # down: no other test's server may take the port meanwhile
+            assert _first_answer(client, time.monotonic() + DOWN_S) is None
         restarted = start_server(target, host="127.0.0.1", port=port)
         restarted_s = time.monotonic()
         served_s = _first_answer(client, restarted_s + WAITED_S)
