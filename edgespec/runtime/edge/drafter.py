@@ -147,10 +147,10 @@ def generate(
             f"semantic verification is greedy only, got temperature {sampling.temperature}"
         )
     hidden = hidden_state_drafter(drafter)
-    hidden.return_hidden(True)
+    width = hidden.return_hidden(True)  # said when the session opens
     try:
         return _generate(verifier, drafter, prompt_ids, sampling, options, window, on_tokens,
-                         clock, stop, semantic)  # fmt: skip
+                         clock, stop, semantic, width)  # fmt: skip
     finally:
         hidden.return_hidden(False)
 
@@ -166,6 +166,7 @@ def _generate(
     clock: Callable[[], float],
     stop: DraftStopPolicy | None,
     semantic: SemanticRequest | None = None,
+    draft_width: int = 0,
 ) -> GenerationResult:
     prompt = tuple(prompt_ids)
     arrival = clock()
@@ -177,7 +178,7 @@ def _generate(
     # the pair is named by the client id, as the server names it (WindowObservation.pair)
     ledger = Ledger(options.session_id, on_tokens, feature, clock, options.client_id,
                     options.on_logprobs, options.on_prompt_logprobs)  # fmt: skip
-    wisv = None if semantic is None else semantic.spec(_draft_width(drafter))
+    wisv = None if semantic is None else semantic.spec(draft_width)
     opened = clock()
     first = _session_spec(options, prompt, sampling, feature is not None, wisv)
     _open(verifier, first, options, clock)
@@ -209,12 +210,6 @@ def _generate(
         num_replays=loop.replays,
         num_resends=loop.resends,
     )
-
-
-def _draft_width(drafter: DraftBackend) -> int:
-    """The draft's hidden size, said when a semantic session opens (``generate`` turned its
-    rows on already: this asks again, for the width)."""
-    return hidden_state_drafter(drafter).return_hidden(True)
 
 
 def _open(
