@@ -208,6 +208,7 @@ def _check_flags(args: argparse.Namespace) -> None:
         check_distinct_data_dirs,
         check_heads,
         check_out_apart,
+        check_skipped_generation,
         text_flags,
     )
     from edgespec.learn.drafts.make_draft import trimmed_draft_path
@@ -218,6 +219,8 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise UserInputError(f"--sample-temperature must be >= 0, got {args.sample_temperature}")
     if args.sample_temperature > 0 and not args.fast_head:
         raise UserInputError("--sample-temperature needs --fast-head (it samples the cut head)")
+    if args.skip_generate:  # a generation flag given with it generated nothing
+        check_skipped_generation(args, {flag: default for flag, _, default, _ in _NUMBERS})
     for extra in args.train_data_dir:
         if not extra.is_dir():
             raise UserInputError(f"--train-data-dir {str(extra)!r} is not a directory")

@@ -8,7 +8,7 @@ one-line :class:`~edgespec.errors.UserInputError` naming the flags."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,6 +139,22 @@ def text_flags(args: Any) -> dict[str, Any]:
         raise UserInputError(f"{flag} {only}: give --text-data-dir DIR too, or leave {flag} out")
     return {name: default if getattr(args, name) is None else getattr(args, name)
             for name, default in TEXT_DEFAULTS.items()}  # fmt: skip
+
+
+GENERATION_ONLY = ("--sharegpt-limit", "--gen-minutes", "--batch-size", "--max-prompt-tokens",
+                   "--max-new-tokens", "--sample-temperature", "--fast-head")  # fmt: skip
+"""``train draft``'s flags that only its generation stage reads."""
+
+
+def check_skipped_generation(args: Any, number_defaults: Mapping[str, object]) -> None:
+    """With ``--skip-generate``, a :data:`GENERATION_ONLY` flag away from its default
+    (``number_defaults`` for the numeric ones) is a :class:`UserInputError`: it was taken
+    and generated nothing."""
+    defaults = {**number_defaults, "--sample-temperature": 0.0, "--fast-head": False}
+    for flag in GENERATION_ONLY:
+        if getattr(args, flag[2:].replace("-", "_")) != defaults[flag]:
+            skipped = "sets the generation, which --skip-generate skips"
+            raise UserInputError(f"{flag} {skipped}: leave {flag} or --skip-generate out")
 
 
 def check_distinct_data_dirs(data_dir: Path, train_data_dirs: Sequence[Path]) -> None:

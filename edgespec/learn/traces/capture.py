@@ -76,7 +76,7 @@ def capture_one(
                                              index, hidden)  # fmt: skip
     seq, feats, after = _acceptance(drafter, prompt_ids, result, settings.gamma_max, hidden, drawn)
     target_only_ms, assisted_ms, lossless = baselines(
-        target, pair, prompt_ids, output, settings, index, on_stage
+        target, pair, prompt_ids, output, settings, on_stage
     )
     return TraceRecord(
         request_id=request_id,

@@ -68,7 +68,8 @@ def capture_window(settings: CaptureSettings) -> WindowPolicy:
 
 @dataclass(frozen=True, slots=True)
 class PairInfo:
-    """Names written into the trace, and the HF models for the assisted baseline."""
+    """Names written into the trace, and the HF models the baselines run (plain decoding
+    needs ``target_model``, assisted generation both)."""
 
     target_name: str
     draft_name: str

@@ -36,8 +36,10 @@ bit for bit, on the device in use, and the exact mode refuses to serve when they
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import types
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -55,6 +57,9 @@ KEY_CHUNK = 64
 COLUMN_BLOCK = 256
 """Outputs per product in a linear layer wider than this (an LM head: 262k for Gemma 3): a
 block of the weight stays in a CPU core's cache across a pass's row chunks."""
+LIBRARY_ATTENTION = "_edgespec_library_attention"
+"""The model attribute :func:`make_batch_invariant` keeps the library's attention name in,
+for :func:`library_kernels`."""
 KEY_ORDER = "edgespec_key_order"
 """The forward keyword carrying each row's canonical key order, ``[B, P + N]`` column
 indices (real keys by token position, then padding)."""
@@ -102,14 +107,42 @@ def make_batch_invariant(model: Any, row_multiple: int = ROW_MULTIPLE) -> None:
 
     AttentionInterface.register(ATTENTION_NAME, invariant_attention)
     AttentionMaskInterface.register(ATTENTION_NAME, eager_mask)  # its own additive masks
+    if model.config._attn_implementation != ATTENTION_NAME:
+        setattr(model, LIBRARY_ATTENTION, model.config._attn_implementation)
     for module in model.modules():
         if isinstance(module, torch.nn.Linear):
             forward = functools.partial(_linear_forward, multiple=row_multiple)
             module.forward = types.MethodType(forward, module)  # type: ignore[method-assign]
-    model.config._attn_implementation = ATTENTION_NAME
+    _set_attention(model, ATTENTION_NAME)
+
+
+@contextlib.contextmanager
+def library_kernels(model: Any) -> Iterator[None]:
+    """``model``, switched by :func:`make_batch_invariant`, on the library's own kernels
+    inside the block (each linear layer's own ``forward``, the attention it was loaded
+    with), switched back as it was on leaving, an error included: plain decoding as a user
+    of the library runs it, timed beside the exact kernels (``edgespec trace --baselines``)."""
+    library = getattr(model, LIBRARY_ATTENTION, None)
+    if library is None:  # never switched: the library's kernels already
+        yield
+        return
+    linears = (m for m in model.modules() if isinstance(m, torch.nn.Linear))
+    switched = [m for m in linears if "forward" in vars(m)]
+    forwards = [vars(m).pop("forward") for m in switched]
+    _set_attention(model, library)
+    try:
+        yield
+    finally:
+        for module, forward in zip(switched, forwards, strict=True):
+            module.forward = forward  # type: ignore[method-assign]
+        _set_attention(model, ATTENTION_NAME)
+
+
+def _set_attention(model: Any, name: str) -> None:
+    model.config._attn_implementation = name
     text = model.config.get_text_config()
     if text is not model.config:
-        text._attn_implementation = ATTENTION_NAME
+        text._attn_implementation = name
 
 
 def _padded_keys(states: torch.Tensor, length: int) -> torch.Tensor:

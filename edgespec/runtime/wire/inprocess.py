@@ -3,29 +3,23 @@
 :func:`speculative_generate` runs the exact drafter loop the gRPC client runs, against
 an :class:`~edgespec.runtime.server.engine.VerificationEngine` in the same process (one
 session, batch of one). :func:`target_greedy_decode` is plain autoregressive decoding on
-a target backend, the reference that lossless speculative output must equal token for token
-(:func:`target_sampled_decode`: the same, sampling).
+a target backend, the reference that lossless speculative output must equal token for token.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-import numpy as np
-
-from edgespec.core.speculative import sample_token
 from edgespec.core.types import SamplingParams
 from edgespec.policies.interfaces import WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.base import DraftBackend, ForwardItem, TargetBackend
-from edgespec.runtime.backends.logit_rows import LogitRows
 from edgespec.runtime.edge.drafter import DraftOptions, GenerationResult, generate
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
-from edgespec.runtime.sampling import logits_to_probs
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.server.prefill_parts import PrefillPart
 
@@ -84,39 +78,13 @@ def target_greedy_decode(
 ) -> tuple[int, ...]:
     """Target-only greedy decoding: one token per forward pass on its own KV cache,
     stopping at EOS (included) or ``max_new_tokens``."""
-    return _target_decode(target, prompt_ids, max_new_tokens, lambda rows: rows.argmax()[0])
-
-
-def target_sampled_decode(
-    target: TargetBackend, prompt_ids: Sequence[int], sampling: SamplingParams
-) -> tuple[int, ...]:
-    """Target-only sampling (``sampling.temperature`` > 0), as :func:`target_greedy_decode`
-    runs but each token drawn from its row's :func:`~edgespec.runtime.sampling.logits_to_probs`
-    (the temperature and the cuts of ``sampling``; no bias or penalty) with a generator of
-    ``sampling.seed`` (:func:`~edgespec.core.speculative.sample_token`): the target alone as
-    a sampled trace runs (``edgespec trace --temperature``)."""
-    rng = np.random.default_rng(sampling.seed)
-    cut = (sampling.top_p, sampling.top_k, sampling.min_p)
-
-    def draw(rows: LogitRows) -> int:
-        return sample_token(logits_to_probs(rows.host()[-1], sampling.temperature, *cut), rng)
-
-    return _target_decode(target, prompt_ids, sampling.max_new_tokens, draw)
-
-
-def _target_decode(
-    target: TargetBackend,
-    prompt_ids: Sequence[int],
-    max_new_tokens: int,
-    choose: Callable[[LogitRows], int],
-) -> tuple[int, ...]:
     kv, kv_len = None, 0
     pending = tuple(prompt_ids)
     output: list[int] = []
     while len(output) < max_new_tokens:
         out = target.forward([ForwardItem(kv, kv_len, pending, 1)])[0]
         kv, kv_len = out.kv, kv_len + len(pending)
-        token = choose(out.rows)
+        token = out.rows.argmax()[0]
         output.append(token)
         if token in target.eos_token_ids:
             break

@@ -152,6 +152,13 @@ def test_train_draft_takes_a_budget_of_exactly_the_largest_minutes(tmp_path: Pat
          "--text-data-dir runs: give --text-data-dir DIR too, or leave --conversations out"),
         (["--text-max-tokens", "20"], "--text-max-tokens sets the text labelling, which only "
          "--text-data-dir runs: give --text-data-dir DIR too, or leave --text-max-tokens out"),
+        (["--skip-generate", "--sharegpt-limit", "50"], "--sharegpt-limit sets the generation, "
+         "which --skip-generate skips: leave --sharegpt-limit or --skip-generate out"),
+        (["--max-new-tokens", "8", "--skip-generate"], "--max-new-tokens sets the generation, "
+         "which --skip-generate skips: leave --max-new-tokens or --skip-generate out"),
+        (["--skip-generate", "--sample-temperature", "0.7", "--fast-head", "--init-from", "{x}"],
+         "--sample-temperature sets the generation, which --skip-generate skips: leave "
+         "--sample-temperature or --skip-generate out"),
         (["--train-data-dir", "{s}/"], "--train-data-dir {s} is --data-dir's folder again: its "
          "shards would be trained on twice; give each folder once"),
         (["--train-data-dir", "{x}", "--train-data-dir", "{x}"], "--train-data-dir {x} is "
@@ -162,8 +169,9 @@ def test_train_draft_takes_a_budget_of_exactly_the_largest_minutes(tmp_path: Pat
 def test_train_draft_refuses_flags_that_would_do_nothing_or_count_twice(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
 ) -> None:
-    """Text flags without --text-data-dir were taken and labelled nothing (exit 0); a shard
-    folder given again was trained on twice (21 training sequences for 7)."""
+    """Text flags without --text-data-dir were taken and labelled nothing (exit 0), as were
+    generation flags with --skip-generate; a shard folder given again was trained on twice
+    (21 training sequences for 7)."""
     (tmp_path / "s").mkdir()
     (tmp_path / "x").mkdir()
     given = [f.format(s=tmp_path / "s", x=tmp_path / "x") for f in flags]

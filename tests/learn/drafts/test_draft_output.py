@@ -15,7 +15,7 @@ import pytest
 
 from edgespec.cli import build_parser, main
 from edgespec.models import loading
-from tests.learn.drafts.test_shard_manifest import _args
+from tests.learn.drafts.test_shard_manifest import _args, _trained
 
 ROOT = Path(__file__).resolve().parents[3]
 RESULTS = "benchmarks/results/distill-speed-gemma3-270m.json"
@@ -59,7 +59,7 @@ def test_the_save_is_quiet_and_the_size_is_the_drafts(
     assert 1_000 < draft < 20_000
     assert f"saved draft to out ({draft / 1e3:.1f} kB)\n" in err
     assert "Writing model shards" not in err
-    args = _args(target_dir, Path("data"), Path("out2"), "--skip-generate", "--verbose")
+    args = _trained(target_dir, Path("data"), Path("out2"), "--skip-generate", "--verbose")
     assert main(args) == 0
     err = capsys.readouterr().err
     assert "Writing model shards" in err and f"saved draft to out2 ({draft / 1e3:.1f} kB)" in err
@@ -78,7 +78,7 @@ def test_out_is_not_a_shard_folder_of_the_run(
     monkeypatch.setattr(loading, "load_model", _never)
     Path("shards").mkdir()
     shards = tmp_path / "shards"  # the same folder, spelled otherwise
-    args = _args(target_dir, shards if flag == "--data-dir" else Path("data"), Path("shards"))
+    args = _trained(target_dir, shards if flag == "--data-dir" else Path("data"), Path("shards"))
     if flag != "--data-dir":
         args += [flag, str(shards)]
     args.append("--skip-generate")

@@ -13,7 +13,7 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.models import loading
-from tests.learn.drafts.test_shard_manifest import _args
+from tests.learn.drafts.test_shard_manifest import _args, _trained
 from tests.learn.drafts.test_text_shards import _command
 from tests.models.tiny import VOCAB, tiny_draft
 
@@ -60,7 +60,7 @@ def test_a_text_shards_folder_given_to_train_draft_is_named_as_one(
     monkeypatch.setattr(loading, "load_model", _never)
     capsys.readouterr()
     folders = {"--data-dir": tmp_path / "data", flag: text}
-    args = _args(target_dir, folders["--data-dir"], tmp_path / "out", *extra)
+    args = _trained(target_dir, folders["--data-dir"], tmp_path / "out", *extra)
     if flag != "--data-dir":
         args += [flag, str(text)]
     assert main(args) == 2

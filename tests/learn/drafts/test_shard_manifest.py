@@ -37,8 +37,13 @@ def _never(*args: object, **kwargs: object) -> None:
 
 def _args(target: Path, data: Path, out: Path, *flags: str) -> list[str]:
     """A whole `train draft` run on the tiny target: seconds."""
+    return [*_trained(target, data, out), "--max-new-tokens", "3", "--batch-size", "2", *flags]
+
+
+def _trained(target: Path, data: Path, out: Path, *flags: str) -> list[str]:
+    """:func:`_args` without its generation flags (``--skip-generate`` refuses them)."""
     args = ["train", "draft", "--target", str(target), "--data-dir", str(data), "--out", str(out)]
-    args += ["--datasets", "gsm8k", "--max-new-tokens", "3", "--batch-size", "2"]
+    args += ["--datasets", "gsm8k"]
     args += ["--hidden-size", "8", "--heads", "2", "--layers", "1", "--intermediate-size", "16"]
     return [*args, "--epochs", "1", "--tokens-per-step", "64", "--threads", "1", *flags]
 
@@ -112,8 +117,8 @@ def test_other_settings_or_another_target_are_refused_before_the_target_loads(
     differ += "--seed 0 there, 1 now"
     shown = OTHER.format(command="draft", flag="--data-dir", folder=data, differ=differ)
     assert capsys.readouterr().err == shown
-    for run in (_args(other_target, data, tmp_path / "o"), [*_args(other_target, data,
-                tmp_path / "o"), "--skip-generate"]):  # fmt: skip
+    for run in (_args(other_target, data, tmp_path / "o"),
+                _trained(other_target, data, tmp_path / "o", "--skip-generate")):  # fmt: skip
         assert main(run) == 2
         differ = f"--target '{target_dir.resolve()}' there, '{other_target.resolve()}' now"
         shown = OTHER.format(command="draft", flag="--data-dir", folder=data, differ=differ)
@@ -126,12 +131,14 @@ def test_other_settings_or_another_target_are_refused_before_the_target_loads(
 def test_skip_generate_trains_on_shards_of_other_generation_settings(
     target_dir: Path, tmp_path: Path
 ) -> None:
-    """Nothing is added to them: only their target must be the run's."""
+    """Nothing is added to them: only their target must be the run's (the shards were
+    generated with 3 new tokens in batches of 2, the flags' defaults are 96 and 32)."""
     data = tmp_path / "data"
     assert main(_args(target_dir, data, tmp_path / "out")) == 0
-    flags = ("--skip-generate", "--max-new-tokens", "4", "--batch-size", "3")
-    assert main(_args(target_dir, data, tmp_path / "out2", *flags)) == 0
+    shards = _shards(data)
+    assert main(_trained(target_dir, data, tmp_path / "out2", "--skip-generate")) == 0
     assert (tmp_path / "out2" / "config.json").is_file()
+    assert _shards(data) == shards
 
 
 @pytest.mark.usefixtures("prompts")

@@ -65,12 +65,15 @@ def test_capture_is_lossless_and_its_acceptance_sequence_replays_the_measured_ro
 
 
 def test_capture_says_each_stage_of_each_prompt_as_it_begins() -> None:
-    target = TransformersTarget(tiny_target())
+    target_model = tiny_target()
+    target = TransformersTarget(target_model)
     settings = CaptureSettings(gamma_max=4, max_new_tokens=6, target_only=True)
     heard: list[tuple[str, str]] = []
-    capture(target, NgramDrafter(), PairInfo("t", "ngram"), PROMPTS, settings,
+    capture(target, NgramDrafter(), PairInfo("t", "ngram", target_model), PROMPTS, settings,
             on_stage=lambda request_id, stage: heard.append((request_id, stage)))  # fmt: skip
-    stages = ["speculative decoding", "acceptance per position", "the target alone (baseline)"]
+    stages = ["speculative decoding", "acceptance per position",
+              "the target alone on the exact kernels (lossless check)",
+              "the target alone (baseline)"]  # fmt: skip
     assert heard == [(p, stage) for p in ("p0", "p1") for stage in stages]
 
 

@@ -11,11 +11,14 @@ pytest.importorskip("torch")
 import torch
 
 from edgespec.runtime.backends.batch_invariant import (
+    ATTENTION_NAME,
     COLUMN_BLOCK,
     KEY_CHUNK,
     ROW_MULTIPLE,
     invariant_attention,
     invariant_linear,
+    library_kernels,
+    make_batch_invariant,
     pairwise_sum,
 )
 
@@ -156,3 +159,33 @@ def test_a_row_is_the_same_bits_in_a_short_and_a_long_block_at_head_dim_256() ->
     for count in (ROW_MULTIPLE + 1, 2 * ROW_MULTIPLE, 3 * ROW_MULTIPLE):
         long, _ = invariant_attention(None, query[:, :, :count], key, value, mask[:, :, :count])
         assert torch.equal(long[:, :5], short), count
+
+
+def test_library_kernels_run_the_model_as_loaded_and_switch_back_as_it_was() -> None:
+    """Inside the block the switched model computes what the model as loaded computes, bit
+    for bit (the library's linear layers and attention); after it, an error included, the
+    exact kernels' logits are the same bits as before the block (the same layer objects)."""
+    import copy
+
+    from tests.models.tiny import tiny_target
+
+    loaded = tiny_target()
+    model = copy.deepcopy(loaded)
+    make_batch_invariant(model, row_multiple=4)
+    ids = torch.tensor([[5, 9, 7, 5, 11, 3]])
+    with torch.inference_mode():
+        exact = model(ids).logits
+        library = loaded(ids).logits
+        forwards = [vars(m)["forward"] for m in model.modules() if isinstance(m, torch.nn.Linear)]
+        with library_kernels(model):
+            assert model.config._attn_implementation == loaded.config._attn_implementation
+            assert torch.equal(model(ids).logits, library)
+        assert model.config._attn_implementation == ATTENTION_NAME
+        assert torch.equal(model(ids).logits, exact)
+        with pytest.raises(RuntimeError, match="inside"), library_kernels(model):
+            raise RuntimeError("inside")
+        assert torch.equal(model(ids).logits, exact)
+    after = [vars(m)["forward"] for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert after == forwards and len(forwards) == 2 * 7 + 1  # 7 per layer, and the head
+    with library_kernels(loaded):  # never switched: left as it is
+        assert "forward" not in vars(loaded.lm_head)
