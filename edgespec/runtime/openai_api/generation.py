@@ -33,7 +33,6 @@ from edgespec.runtime.openai_api.errors import (
     invalid,
 )
 from edgespec.runtime.openai_api.logprob_fields import ChoiceLogprobs, LogprobTally
-from edgespec.runtime.openai_api.messages import is_chat
 from edgespec.runtime.openai_api.prompt_echo import PromptEcho
 from edgespec.runtime.openai_api.prompts import check_vocabulary, prompt_ids, prompt_param
 from edgespec.runtime.openai_api.request_checks import (
@@ -136,8 +135,8 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
                      limits, request.chat_rendering)  # fmt: skip
     check_context(context, request, len(ids))
     check_logprob_volume([(request, len(ids))])
-    chat = is_chat(request.prompt)  # the server ends at a chat's end of turn too
-    ends = end_of_turn_ids(setup.tokenizer) if chat and not request.ignore_eos else frozenset()
+    # the server ends at the chat template's end of turn too, a completion's as a chat's
+    ends = frozenset() if request.ignore_eos else end_of_turn_ids(setup.tokenizer)
     stop_ids = request.stop_token_ids | ends
     num_new = max(request.max_tokens, 1)  # max_tokens 0: one, not shown (the prompt alone)
     sampling = request.sampling.params(num_new, request.seed, request.ignore_eos,

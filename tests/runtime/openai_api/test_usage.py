@@ -37,19 +37,20 @@ def greedy(target: TransformersTarget) -> tuple[int, ...]:
     return tuple(tokens)
 
 
-@pytest.fixture(scope="module")
-def client(target_model: Any, greedy: tuple[int, ...]) -> Iterator[Any]:
+def _endpoint(target_model: Any, greedy: tuple[int, ...], end_of_turn: bool) -> Iterator[Any]:
+    """An endpoint whose target ends at greedy[5]; ``end_of_turn``: its chat template ends
+    each turn with <end_of_turn> (greedy[2]), so every reply ends there."""
     target = TransformersTarget(target_model, eos_token_ids=frozenset({greedy[5]}))
     server = start_server(target, host="127.0.0.1")
     address = f"127.0.0.1:{server.port}"
     window = {"name": "static", "params": {"gamma": 8}}
     config = from_dict(DrafterConfig, {"server": address, "draft": "tiny-draft", "window": window})
-    # words w0 … w63, but greedy[2] is <end_of_turn> (a template's end of turn) and
-    # w{greedy[5]} the tokenizer's EOS; both special (not in the text)
+    # words w0 … w63, but greedy[2] is <end_of_turn> and w{greedy[5]} the tokenizer's EOS;
+    # both special (not in the text)
+    marker = "{# each turn ends with <end_of_turn> #}" if end_of_turn else ""
     tokenizer = make_word_tokenizer(
         word_vocab(64, {greedy[2]: "<end_of_turn>"}), eos_token=f"w{greedy[5]}",
-        special_tokens=["<end_of_turn>"],
-        chat_template=CHAT_TEMPLATE + "{# each turn ends with <end_of_turn> #}",
+        special_tokens=["<end_of_turn>"], chat_template=CHAT_TEMPLATE + marker,
     )  # fmt: skip
     setup = EdgeSetup(config, target_model, tokenizer, 64, 24,
                       (RemoteVerifier(address, timeout_s=10.0),))  # fmt: skip
@@ -58,6 +59,18 @@ def client(target_model: Any, greedy: tuple[int, ...]) -> Iterator[Any]:
                         max_retries=0, timeout=60)  # fmt: skip
     api.stop()
     server.stop(grace_s=0)
+
+
+@pytest.fixture(scope="module")
+def client(target_model: Any, greedy: tuple[int, ...]) -> Iterator[Any]:
+    """Its template's end of turn is greedy's 3rd token."""
+    yield from _endpoint(target_model, greedy, end_of_turn=True)
+
+
+@pytest.fixture(scope="module")
+def raw_client(target_model: Any, greedy: tuple[int, ...]) -> Iterator[Any]:
+    """No end of turn in its template: a reply runs to the EOS, greedy's 6th token."""
+    yield from _endpoint(target_model, greedy, end_of_turn=False)
 
 
 def _complete(client: Any, stream: bool, **fields: Any) -> tuple[str, str, int]:
@@ -83,10 +96,10 @@ def test_a_stop_sequence_and_what_follows_are_not_counted(
     assert got == (f"w{greedy[0]}", "stop", 1)
 
 
-def test_a_token_cut_by_a_stop_sequence_counts(client: Any, greedy: tuple[int, ...]) -> None:
+def test_a_token_cut_by_a_stop_sequence_counts(raw_client: Any, greedy: tuple[int, ...]) -> None:
     """The stop begins inside t2's text: part of t2 is returned, so t2 counts."""
     cut = f"w{greedy[1]}"[-1] + f"w{greedy[3]}"  # t2's last character, then t4
-    text, finish, tokens = _complete(client, False, max_tokens=16, stop=[cut])
+    text, finish, tokens = _complete(raw_client, False, max_tokens=16, stop=[cut])
     assert (text, finish, tokens) == (f"w{greedy[0]}" + f"w{greedy[1]}"[:-1], "stop", 2)
 
 
@@ -111,14 +124,27 @@ def test_chat_does_not_count_the_end_of_turn_or_after(
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_completion_ends_at_the_templates_end_of_turn_as_a_chat_reply(
+    client: Any, raw_client: Any, greedy: tuple[int, ...], stream: bool
+) -> None:
+    """As vLLM ends Gemma 3 at <end_of_turn> (its generation_config's EOS ids) and
+    llama.cpp's server at its end-of-generation tokens: the text after it was returned
+    (a prompt in the template's turns went on into the next turn's text)."""
+    two = f"w{greedy[0]}w{greedy[1]}"
+    assert _complete(client, stream, max_tokens=16) == (two, "stop", 2)
+    assert _complete(client, stream, max_tokens=3) == (two, "stop", 2)
+    assert _complete(raw_client, stream, max_tokens=16)[1:] == ("stop", 6)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_eos_as_the_last_allowed_token_is_a_stop(
-    client: Any, greedy: tuple[int, ...], stream: bool
+    raw_client: Any, greedy: tuple[int, ...], stream: bool
 ) -> None:
     """The sequence ends at its 6th token: with max_tokens 6 it ended, it was not cut."""
     words = "".join(f"w{t}" for t in (greedy[0], greedy[1], greedy[3], greedy[4]))
-    assert _complete(client, stream, max_tokens=6) == (words, "stop", 6)
-    assert _complete(client, stream, max_tokens=16) == (words, "stop", 6)
-    assert _complete(client, stream, max_tokens=5) == (words, "length", 5)
+    assert _complete(raw_client, stream, max_tokens=6) == (words, "stop", 6)
+    assert _complete(raw_client, stream, max_tokens=16) == (words, "stop", 6)
+    assert _complete(raw_client, stream, max_tokens=5) == (words, "length", 5)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
@@ -144,7 +170,7 @@ def test_ignore_eos_runs_to_max_tokens_past_the_eos(
     assert chat.usage.completion_tokens == 8
     assert _complete(client, stream, max_tokens=8, extra_body={"ignore_eos": False})[1:] == (
         "stop",
-        6,
+        2,
     )
 
 
@@ -163,7 +189,7 @@ def _events(client: Any, path: str, body: dict[str, Any]) -> list[dict[str, Any]
 
 @pytest.mark.parametrize(
     ("path", "body", "num_tokens"),
-    [("/completions", {"prompt": "w5 w6 w7"}, 4),  # chat: t1 t2, then its end of turn
+    [("/completions", {"prompt": "w5 w6 w7"}, 2),  # t1 t2, then the end of turn
      ("/chat/completions", {"messages": [{"role": "user", "content": "w5 w6 w7"}]}, 2)],
     ids=["completions", "chat"],
 )  # fmt: skip
