@@ -195,9 +195,11 @@ def parse_sampling(body: Mapping[str, Any], default_temperature: float) -> Sampl
     ``top_k``, ``top_p`` in [0, 1] as OpenAI takes it, ``min_p`` in [0, 1]. A ``top_p`` of 0
     keeps only the most likely token: greedy, so temperature 0 and every cut off (each cut
     keeps the most likely token: greedy is what they all give then; the core's top_p is in
-    (0, 1], and the wire reads a top_p of 0 as unset, i.e. 1). A cut that would change a
-    row at temperature 0 (greedy; the default unless the config sets another) would change
-    nothing: refused, ``unsupported_value`` as :mod:`.fields`' refusals."""
+    (0, 1], and the wire reads a top_p of 0 as unset, i.e. 1). At a ``temperature`` of 0
+    given, the cuts are taken and change nothing (greedy; OpenAI takes them, vLLM turns them
+    off: clients keep a preset's top_p when the user picks temperature 0); a cut without a
+    temperature, at the endpoint's default of 0, asked to sample: refused,
+    ``unsupported_value`` as :mod:`.fields`' refusals."""
     temperature = number_field(body, "temperature", default_temperature, 0.0, 2.0)
     top_p = number_field(body, "top_p", 1.0, 0.0, 1.0)
     top_k = _top_k(body)
@@ -205,14 +207,13 @@ def parse_sampling(body: Mapping[str, Any], default_temperature: float) -> Sampl
     for name, value in (("temperature", temperature), ("top_p", top_p), ("min_p", min_p)):
         if (problem := wire_float_problem(value)) is not None:
             raise invalid(f"{name} {problem}", param=name)
-    if temperature == 0 and (given := cuts_on(top_p if top_p > 0 else 1.0, top_k, min_p)):
+    given = cuts_on(top_p if top_p > 0 else 1.0, top_k, min_p)
+    if temperature == 0 and given and body.get("temperature") is None:
         name = given[0]
-        default = "" if body.get("temperature") is not None else (
-            ", this endpoint's default when a request gives none")  # fmt: skip
-        raise invalid(f"{name} {shown(body[name])} does nothing at temperature 0 (greedy)"
-                      f"{default}: give a temperature > 0 to sample with {name}",
-                      param=name, code="unsupported_value")  # fmt: skip
+        raise invalid(f"{name} {shown(body[name])} does nothing at temperature 0 (greedy), this "
+                      "endpoint's default when a request gives none: give a temperature > 0 "
+                      f"to sample with {name}", param=name, code="unsupported_value")  # fmt: skip
     bias, penalties = _logit_bias(body), _penalties(body)
-    if top_p == 0:
+    if top_p == 0 or temperature == 0:
         return SamplingFields(0.0, logit_bias=bias, penalties=penalties)
     return SamplingFields(temperature, top_p, top_k, min_p, bias, penalties)
