@@ -63,10 +63,17 @@ STAND_IN_RATIOS = (
     "ratios not compared: Qwen3-14B's Eq. 19 coefficients are a stand-in (SEED-NOTES §5: "
     "W2 in direction only)"
 )
-CONTEXT_SETTING = (
-    "the mean context (≈600 tokens) was chosen so that Table 12 gives the paper's "
-    "centralized capacities at 4–8 tok/s (SEED-NOTES §1.3)"
-)
+
+
+def context_setting(setup: WispSetup) -> str:
+    """Why the centralized capacities at 4–8 tok/s are a setting: the full run's mean
+    context (a run of ``setup``'s own, shorter outputs says its own too)."""
+    chosen = Plan.full().setup.mean_context_tokens
+    text = (f"the mean context (≈{chosen} tokens) was chosen so that Table 12 gives the "
+            "paper's centralized capacities at 4–8 tok/s (SEED-NOTES §1.3)")  # fmt: skip
+    if setup.mean_context_tokens != chosen:
+        text += f"; this run's is ≈{setup.mean_context_tokens}, not the one chosen"
+    return text
 
 
 def _recompute_over_cached(coeff: WispCoefficients, k: int, ctx: int) -> float:
@@ -229,7 +236,7 @@ def capacity_rows(res: WispResults, target: str, claim_id: str) -> list[ClaimRow
                 "—",
                 None,
                 None,
-                setting=CONTEXT_SETTING,
+                setting=context_setting(res.plan.setup),
             )
         )
     return rows

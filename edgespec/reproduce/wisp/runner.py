@@ -7,11 +7,12 @@ the late-request rule :data:`LATE_RULE`.
 **Late requests.** Algorithm 1 stalls on a request that cannot meet its deadline even in a
 batch of its own (FEASIBLEADD fails on the empty batch; SEED-NOTES §1.4 item 8), and the
 paper does not say what WISP does with it. :data:`LATE_RULES` are three answers. Every
-claim runs under one, :data:`LATE_RULE`, chosen from Algorithm 1's own text (a late
-request is critical, and the critical queue is served first, earliest deadline first),
-never from a run. :func:`late_rule_sensitivity` shows what the other two would do to WISP's
-capacity on a setting no claim uses (classes mixed and pooled, another seed, shorter
-runs): a sensitivity, shown in REPORT.md, never used to choose.
+claim runs under one, :data:`LATE_RULE`, which Algorithm 1's own text argues for (a late
+request is critical, and the critical queue is served first, earliest deadline first); it
+was first chosen, in commit 78cf6c22, as the rule giving WISP the most capacity, and the
+argument came after (REPORT.md says so). :func:`late_rule_sensitivity` shows what the
+other two would do to WISP's capacity on a setting no claim uses (classes mixed and
+pooled, another seed, shorter runs): a sensitivity, shown in REPORT.md.
 """
 
 from __future__ import annotations
@@ -117,7 +118,8 @@ LATE_RULE: LateRule = "first"
 
 
 def late_rule_choice() -> tuple[str, str]:
-    """The rule and why, for REPORT.md's chosen inputs: from the paper's text, not a run."""
+    """The rule and why, for REPORT.md's chosen inputs: the paper's text, and how it was
+    first chosen."""
     return (
         "late requests",
         f"rule “{LATE_RULE}”: a request that cannot meet its deadline even alone is "
@@ -125,7 +127,8 @@ def late_rule_choice() -> tuple[str, str]:
         "(t ≥ LST_i), and Algorithm 1 serves the critical queue first, earliest deadline "
         "first; only FEASIBLEADD's deadline test, which no batch could pass, is waived for it. "
         "Every WISP run of every claim uses it; the other rules' effect is a sensitivity "
-        "(below), never used to choose.",
+        "(below). It was first chosen (commit 78cf6c22) as the rule giving WISP the most "
+        "capacity on that setting; the text's argument, which now carries it, came after.",
     )
 
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from edgespec.policies.slo import ACCEPTANCE_PRIOR, ACCEPTANCE_PRIOR_TOKENS
+
 SYSTEMS = ("wisp", "wisp-wc", "wisp-np", "fcfs", "sled", "centralized")
 WISP_SYSTEMS = ("wisp", "wisp-wc", "wisp-np")
 """The systems that batch with Algorithm 1 (the late-request rule applies to them)."""
@@ -137,7 +139,9 @@ def system_choices(setup: WispSetup) -> tuple[tuple[str, str], ...]:
         (
             "WISP",
             f"δ = {1000 * setup.guard_s:g} ms; N̂ᵛ = α̂·N_d (Eq. 5: accepted tokens only) with "
-            "α̂ the session's acceptance so far; v̂ = marginal cost T̂({i}) − c, LST on the "
+            f"α̂ the session's acceptance so far, shrunk towards {ACCEPTANCE_PRIOR:g} with the "
+            f"weight of {ACCEPTANCE_PRIOR_TOKENS:g} drafted tokens; v̂ = marginal cost "
+            "T̂({i}) − c, LST on the "
             "solo cost; the late-request rule below. Algorithm 1 as printed (stops at the "
             "first request that does not fit) is WISP; its work-conserving reading (skips "
             "it) runs beside it as wisp-wc in W4, a sensitivity (never judged).",

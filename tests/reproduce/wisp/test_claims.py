@@ -19,6 +19,7 @@ from edgespec.reproduce.wisp.claims import (
     TABLE_2_SPEEDUPS,
     TWO_TOK_CONTEXT,
     capacity_rows,
+    context_setting,
     goodput_choices,
     goodput_row,
     quick_run,
@@ -248,3 +249,15 @@ def test_w3_s_devices_and_the_class_mix_are_chosen_inputs_read_off_the_plans() -
     )
     (_, quick_n), (_, quick_mix) = goodput_choices(Plan.quick(), (2, 16))
     assert quick_n.startswith("N = 200 devices") and quick_mix.endswith("N = 2, 16.")
+
+
+def test_the_context_setting_names_the_chosen_context_and_a_runs_own() -> None:
+    """A quick run's W1 setting row said "≈600 tokens" where its own context was ≈555."""
+    full = Plan.full().setup
+    chosen = f"the mean context (≈{full.mean_context_tokens} tokens) was chosen"
+    assert context_setting(full).startswith(chosen) and "this run's" not in context_setting(full)
+    quick = replace(full, mean_output_tokens=60)
+    expected = f"; this run's is ≈{quick.mean_context_tokens}, not the one chosen"
+    assert context_setting(quick).startswith(chosen)
+    assert context_setting(quick).endswith(expected)
+    assert full.mean_context_tokens == 600 and quick.mean_context_tokens == 555
