@@ -71,10 +71,7 @@ def _crossover_row(res: DsdResults, variant: bool) -> ClaimRow:
         beside = crossover_rtt_ms(res, "colocated")
         at = "none" if beside is None else f"{beside:g} ms"
         note += f"; colocated (edgespec's extension) crosses at {at}"
-    grows = dist[0] is not None and dist[-1] is not None and dist[-1] > dist[0]
-    low_ok = dist[0] is not None and fused[0] is not None and dist[0] < fused[0]
-    direction = low_ok and grows and cross is not None
-    magnitude = cross is not None and CROSSOVER_MS[0] <= cross <= CROSSOVER_MS[1]
+    direction, magnitude = _judged(dist, fused, cross)
     fleet = "DSD-Sim's TP-1 targets, the variant" if variant else "4-GPU servers"
     row = ClaimRow(
         "D3", tagged(res.cost_mode, "crossover RTT where fused (cloud-only) TPOT ≤ "
@@ -84,12 +81,44 @@ def _crossover_row(res: DsdResults, variant: bool) -> ClaimRow:
         direction, magnitude, note, None if variant else CAUSES[res.cost_mode].crossover,
     )  # fmt: skip
     if not variant:
-        return row
+        return _reading_decides(row, res, dist)
     would = in_run(row, res).verdict  # as the run judges D3 (inside the transient: not)
     return replace(
         row, tolerance="not judged (a sensitivity)", direction_ok=None, magnitude_ok=None,
         note=f"{VARIANT_SENSITIVITY} {would}; {note}",
     )  # fmt: skip
+
+
+def _judged(
+    dist: list[float | None], fused: list[float | None], cross: float | None
+) -> tuple[bool, bool]:
+    """D3's (direction, magnitude) verdicts for ``fused``'s TPOTs against distributed's."""
+    grows = dist[0] is not None and dist[-1] is not None and dist[-1] > dist[0]
+    low_ok = dist[0] is not None and fused[0] is not None and dist[0] < fused[0]
+    direction = low_ok and grows and cross is not None
+    return direction, cross is not None and CROSSOVER_MS[0] <= cross <= CROSSOVER_MS[1]
+
+
+def _reading_decides(row: ClaimRow, res: DsdResults, dist: list[float | None]) -> ClaimRow:
+    """``row`` (cloud-only, as DSD-Sim runs fused rounds) as a setting where the other
+    reading of DSD's fused mode, colocated rounds (§4.4: the target's server "handles both
+    drafting and verification"; SEED-NOTES §4.4 item 4), judged alike on the same runs,
+    gives it another outcome: the reading, not the runs, decides it. A run inside the
+    start-up transient judges neither (:func:`~.sweep_claims.in_run`)."""
+    colocated = _tpots(res, "colocated")
+    if not res.plan.past_transient or None in colocated:  # (not run: no other reading)
+        return row
+    cross = crossover_rtt_ms(res, "colocated")
+    direction, magnitude = _judged(dist, colocated, cross)
+    other = replace(row, direction_ok=direction, magnitude_ok=magnitude)
+    if other.holds == row.holds:
+        return row
+    at = "none in the sweep" if cross is None else f"{cross:g} ms"
+    return replace(row, setting=(
+        "the reading of DSD's fused mode decides it (SEED-NOTES §4.4 item 4): cloud-only, "
+        f"one target token per pass as DSD-Sim runs it, {row.verdict}; colocated rounds, the "
+        "target's server drafting and verifying as §4.4's text reads, crossing at "
+        f"{at}, {other.verdict}"))  # fmt: skip
 
 
 def crossover_rows(res: DsdResults) -> list[ClaimRow]:

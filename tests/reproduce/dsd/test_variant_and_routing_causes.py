@@ -40,7 +40,7 @@ def test_the_variant_fleet_is_a_sensitivity_shown_not_judged() -> None:
     paper's two round modes only: a sensitivity, its would-be verdicts in its note, never
     judged (D3 is judged once, on the paper's 4-GPU servers), with no cause."""
     plan = replace(PLAN, variant_rtts_ms=(10.0, 60.0))
-    res = crossover([30.0, 40.0, 52.0, 70.0], [50.0] * 4, plan=plan)
+    res = crossover([30.0, 40.0, 52.0, 70.0], [50.0] * 4, [50.0] * 4, plan=plan)
     runs = dict(res.runs)
     for rtt, dist, cloud in ((10.0, 80.0, 120.0), (60.0, 130.0, 120.0)):
         runs[crossover_name("distributed", rtt, variant=True)] = run(20.0, 300.0, dist)
@@ -65,6 +65,28 @@ def test_the_variant_fleet_is_a_sensitivity_shown_not_judged() -> None:
     assert missed.ours == "none in the sweep" and missed.outcome is Outcome.NOT_JUDGED
     assert "it would give direction ✗, magnitude ✗; TPOT ms" in missed.note
     assert missed.reason is None and missed.why == ""
+
+
+def test_d3_is_a_setting_where_the_reading_of_the_fused_mode_decides_it() -> None:
+    """Cloud-only (DSD-Sim's fused rounds) crosses at 60 ms, in 35–80 ms; colocated rounds
+    (§4.4's text: the server drafts and verifies) judged alike on the same runs give the
+    other outcome: the reading decides the verdict, so D3 is shown as a setting with both
+    (it was judged on cloud-only alone, a hold). The same outcome both ways, or no
+    colocated runs, leaves it judged."""
+    dist, cloud = [30.0, 40.0, 52.0, 70.0], [50.0] * 4
+    (decided,) = crossover_rows(crossover(dist, cloud, [20.0] * 4))
+    assert decided.outcome is Outcome.SETTING and decided.ours == "60 ms"
+    assert decided.setting == (
+        "the reading of DSD's fused mode decides it (SEED-NOTES §4.4 item 4): cloud-only, one "
+        "target token per pass as DSD-Sim runs it, direction ✓, magnitude ✓; colocated rounds, "
+        "the target's server drafting and verifying as §4.4's text reads, crossing at "
+        f"{PLAN.crossover_rtts_ms[0]:g} ms, direction ✗, magnitude ✗"
+    )
+    (both,) = crossover_rows(crossover(dist, cloud, [51.0] * 4))
+    assert both.outcome is Outcome.HOLDS and not both.setting
+    runs = {k: v for k, v in crossover(dist, cloud).runs.items() if "colocated" not in k}
+    (alone,) = crossover_rows(DsdResults(PLAN, runs))
+    assert alone.outcome is Outcome.HOLDS
 
 
 def test_the_variant_fleet_is_listed_apart_from_the_inputs_chosen_once() -> None:
@@ -99,7 +121,7 @@ def test_a_quick_run_leaves_the_sensitivity_not_judged() -> None:
 
 def test_the_fleet_finding_says_the_tp1_fleet_gives_no_crossover() -> None:
     plan = replace(PLAN, variant_rtts_ms=(10.0, 60.0))
-    res = crossover([30.0, 40.0, 52.0, 70.0], [50.0] * 4, plan=plan)
+    res = crossover([30.0, 40.0, 52.0, 70.0], [50.0] * 4, [50.0] * 4, plan=plan)
     none = _variant(res, {10.0: (80.0, 120.0), 60.0: (130.0, 131.0)})
     fleet = findings([none])[3]
     assert (fleet.claims, fleet.cause) == ("D3", Cause.SIMPLIFICATION)
