@@ -46,7 +46,7 @@ def test_the_zhu_full_runs_headline_is_the_docs() -> None:
     assert data["setup"] == ZhuSetup().to_dict()  # the run's chosen inputs are today's
     rows = all_rows(data["draws"], ZhuSetup(), ZhuPlan.full(), False)
     said = (
-        "21 rows: 4 hold, 3 hold in direction only, 4 miss, 1 not judged, 5 setting, not a "
+        "21 rows: 4 hold, 3 hold in direction only, 3 miss, 1 not judged, 6 setting, not a "
         "claim, 4 by construction, not judged"
     )
     assert headline(rows) == said

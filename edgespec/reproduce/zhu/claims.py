@@ -23,6 +23,8 @@ from edgespec.reproduce.zhu.coverage import Coverage, coverage, points_text, val
 from edgespec.reproduce.zhu.decided import (
     ads_points_decided,
     ads_points_setting,
+    fig7_ordered,
+    ordering_reading_decides,
     static_size_decides,
     tie_by_construction,
     tied_points,
@@ -90,14 +92,19 @@ def z2_rows(draws: Draws, setup: ZhuSetup, quick: str, cov: Coverage) -> list[Cl
     ]
     points = _sweep_names(draws)
     ties = tied_points(draws, points)
-    failing = [p for p in points if p not in ties and not _fig7_ordered(draws, p)]
+    judged = [p for p in points if p not in ties]
+    failing = [p for p in judged if not fig7_ordered(draws, p)]
+    why = ordering_reason(draws, failing)
     row = points_row(
         "Z2",
         "Fig. 7: proposed < SD w/o pipeline < FSL, No batching at every point",
         failing,
-        ordering_reason(draws, failing),
+        why,
         cov,
     )
+    decides = ordering_reading_decides(draws, judged, "" if why is None else why.line)
+    if decides:
+        row = replace(row, setting=decides)
     if ties:  # judged where the pipeline can gain; the ties shown in a row of their own
         row = replace(row, tolerance=f"{row.tolerance}; not at {', '.join(ties)}: by "
                       "construction, the next row")  # fmt: skip
@@ -110,12 +117,6 @@ def z2_rows(draws: Draws, setup: ZhuSetup, quick: str, cov: Coverage) -> list[Cl
             by_construction=tie_by_construction(draws, ties),
         ))  # fmt: skip
     return rows
-
-
-def _fig7_ordered(draws: Draws, point: str) -> bool:
-    """Fig. 7's ordering at ``point``, strict as the paper states it (medians)."""
-    m = [median(draws, f"sweep/{point}/{s}") for s in ("proposed", "no_pipeline", "fsl")]
-    return m[0] < m[1] < min(m[2], median(draws, f"sweep/{point}/no_batching"))
 
 
 def points_row(

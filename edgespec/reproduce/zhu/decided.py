@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from edgespec.reproduce.zhu.runs import FASTEST, ONE_BATCH_TIE, SLOWEST
+from edgespec.reproduce.zhu.runs import AT_O_MAX, FASTEST, FIG7_SCHEMES, ONE_BATCH_TIE, SLOWEST
 from edgespec.reproduce.zhu.stats import Draws, median
 
 
@@ -121,3 +121,30 @@ def static_size_decides(draws: Draws, point: str, others: Sequence[str], chosen:
         f"{fastest:.1f}–{slowest:.1f} s, across the slowest other scheme's {rivals:.1f} s; "
         f"the chosen {chosen} tasks a batch give {at:.1f} s"
     )
+
+
+def fig7_ordered(draws: Draws, point: str, suffix: str = "") -> bool:
+    """Fig. 7's ordering at ``point`` (proposed < SD w/o pipeline < FSL, No batching),
+    strict as the paper states it, on the median latencies; ``suffix`` :data:`AT_O_MAX`:
+    with O_max as every task's output."""
+    m = [median(draws, f"sweep/{point}/{scheme}{suffix}") for scheme in FIG7_SCHEMES]
+    return m[0] < m[1] < min(m[2], m[3])
+
+
+def ordering_reading_decides(draws: Draws, points: Sequence[str], why: str) -> str:
+    """Why the reading of the output lengths a latency is taken over (not given, SEED-NOTES
+    §2.5, 3) decides Fig. 7's ordering at ``points`` (a setting, not judged): it holds at
+    every one under one reading and not under the other (``why``: where each task's own O_k,
+    the chosen reading, fails, :func:`~.causes.ordering_reason`'s medians of both); empty
+    where both readings give the same verdict."""
+    if any(f"sweep/{p}/{s}{AT_O_MAX}" not in draws[0] for p in points for s in FIG7_SCHEMES):
+        return ""  # the other reading not run
+    own = all(fig7_ordered(draws, p) for p in points)
+    longest = [p for p in points if not fig7_ordered(draws, p, AT_O_MAX)]
+    if own == bool(longest):
+        return f"the reading decides it, O_max holding at every point: {why}" if not own else (
+            "the reading of the output lengths a latency is taken over decides it (not given, "
+            "SEED-NOTES §2.5, 3): with each task's own O_k (chosen, Eq. 8) the ordering holds "
+            "at every point, with O_max as every task's (as Algorithm 1 plans) not at "
+            + ", ".join(longest))  # fmt: skip
+    return ""

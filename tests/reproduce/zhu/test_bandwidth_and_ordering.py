@@ -89,10 +89,21 @@ def test_fsl_below_sd_without_pipeline_at_short_outputs_is_the_length_reading() 
         + " / ".join(f"{v:.1f}" for v in longest)
         + " s"
     )
+    # the reading decides the verdict (it holds at both points with O_max): a setting, as
+    # the ADS and Static sizes make Z1's and Z3's rows (it was judged a miss)
     row = z2_rows([draw], ZhuSetup(), "", coverage(ZhuSetup(), plan))[2]
-    assert (row.ours, row.outcome, row.reason) == ("not at O_max=256", Outcome.MISS, reason)
-    assert row.why == f"{Cause.MISSING_INPUT.value} — {reason.line}"
+    assert (row.ours, row.outcome, row.reason) == ("not at O_max=256", Outcome.SETTING, reason)
+    assert row.setting == f"the reading decides it, O_max holding at every point: {reason.line}"
     assert ordering_reason([draw], []) is None
     # where O_max for every task does not restore the ordering either, no cause is known
+    # and the row is judged, a miss
     worse = dict(draw) | {f"sweep/O_max=256/fsl{AT_O_MAX}": 1.0}
     assert ordering_reason([worse], ["O_max=256"]) is None
+    missed = z2_rows([worse], ZhuSetup(), "", coverage(ZhuSetup(), plan))[2]
+    assert (missed.outcome, missed.setting) == (Outcome.MISS, "")
+    # the other way round, the chosen reading holding and O_max failing, decides it too
+    ordered = dict(draw) | {f"sweep/O_max=256/{s}": float(v) for s, v in zip(
+        FIG7_SCHEMES, (1, 2, 3, 4), strict=True)}  # fmt: skip
+    other = z2_rows([ordered | {f"sweep/O_max=1792/no_pipeline{AT_O_MAX}": 0.5}], ZhuSetup(),
+                    "", coverage(ZhuSetup(), plan))[2]  # fmt: skip
+    assert other.outcome is Outcome.SETTING and other.setting.endswith("not at O_max=1792")
