@@ -43,6 +43,9 @@ from edgespec.sweeps.progress import progress_bar
 
 ABLATION = "fh-no-relabelling"
 """The ablation's method key: FH with the head trained without the CSI-aware relabelling."""
+CALIBRATED = "fh-calibrated"
+"""The named mode's runs' method key: WISV FH with the calibrated head (one reject share a
+link, :mod:`~edgespec.reproduce.wisv.calibrated`), RTT 50 ms."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +146,11 @@ class WisvRunSummary:
         )
 
 
-def plan_scenarios(plan: WisvPlan, tables: Tables) -> dict[str, dict[str, Any]]:
-    """Every run of ``plan``: name → scenario dict."""
+def plan_scenarios(
+    plan: WisvPlan, tables: Tables, calibrated: Mapping[float, float]
+) -> dict[str, dict[str, Any]]:
+    """Every run of ``plan``: name → scenario dict; ``calibrated``: the named mode's reject
+    share per link (rate in Mbit/s → share), its runs at RTT 50 ms."""
     s, runs = plan.setup, {}
     main, ablation = tables.names
     for rtt in RTTS_MS:
@@ -164,6 +170,13 @@ def plan_scenarios(plan: WisvPlan, tables: Tables) -> dict[str, dict[str, Any]]:
                     s, name=name, method="fh", gamma=gamma, rate_mbps=rate, rtt_ms=50.0,
                     answers=plan.answers, table=ablation,
                 )  # fmt: skip
+    for rate, share in calibrated.items():
+        for gamma in GAMMAS:
+            name = run_name(CALIBRATED, gamma, rate, 50.0)
+            runs[name] = scenario(
+                s, name=name, method="fh", gamma=gamma, rate_mbps=rate, rtt_ms=50.0,
+                answers=plan.answers, reject_share=round(share, 6),
+            )  # fmt: skip
     return runs
 
 
@@ -233,9 +246,11 @@ def run_wisv(
     scenario_dir: Path,
     progress: bool,
     tables: Tables,
+    calibrated: Mapping[float, float],
 ) -> tuple[WisvResults, list[str]]:
-    """Run every scenario of ``plan``; write each scenario file it ran."""
-    scenarios = plan_scenarios(plan, tables)
+    """Run every scenario of ``plan`` (``calibrated``: :func:`plan_scenarios`'); write each
+    scenario file it ran."""
+    scenarios = plan_scenarios(plan, tables, calibrated)
     names: Sequence[str] = list(scenarios)
     files = [write_scenario(scenario_dir, name, scenarios[name]) for name in names]
     jobs = [RunJob(scenarios[name]) for name in names]

@@ -212,9 +212,11 @@ def scenario(
     rtt_ms: float,
     answers: int,
     table: str | None = None,
+    reject_share: float | None = None,
 ) -> dict[str, Any]:
     """One run: ``method`` at window ``gamma`` on a link of ``rate_mbps`` and ``rtt_ms``,
-    sized for about ``answers`` answers; ``table`` (a path) for the WISV methods."""
+    sized for about ``answers`` answers; ``table`` (a path) for the WISV methods, or one
+    ``reject_share`` on every channel (the calibrated head's, a named mode)."""
     duration = answers * setup.estimated_latency_s(method, gamma, rate_mbps, rtt_ms)
     data: dict[str, Any] = {
         "name": name,
@@ -234,12 +236,10 @@ def scenario(
         },
     }
     if method in ("fh", "sh"):
-        if table is None:
-            raise ValueError(f"method {method!r} needs a reject-share table")
-        data["verification"] = {
-            "rule": "semantic",
-            "threshold": setup.threshold,
-            "upload": method,
-            "table": table,
-        }
+        if (table is None) == (reject_share is None):
+            raise ValueError(f"method {method!r} needs a reject-share table or one share")
+        head: dict[str, Any] = {"threshold": setup.threshold, "table": table}
+        if reject_share is not None:  # a threshold reads a table: with one share, none
+            head = {"reject_share": reject_share}
+        data["verification"] = {"rule": "semantic", "upload": method, **head}
     return data

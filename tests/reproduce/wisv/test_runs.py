@@ -17,6 +17,7 @@ import yaml
 
 import edgespec.sim.model.reject_table as semantic
 from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
+from edgespec.reproduce.wisv.calibrated import calibrated_shares
 from edgespec.reproduce.wisv.claims import per_round_extra_s
 from edgespec.reproduce.wisv.heads import fig5_rows
 from edgespec.reproduce.wisv.report import reproduce as reproduce_wisv
@@ -75,7 +76,19 @@ def test_report_lists_every_claim(quick: tuple[Path, list[ClaimRow]]) -> None:
     assert "| gemma3-270m-kappa-critical | 0.577 | 0.646 |" in report
     assert "| gemma3-270m | 0.700 | 0.700 |" in report
     results = json.loads((out / "results.json").read_text())
-    assert len(results["runs"]) == len(RTTS_MS) * len(RATES_MBPS) * len(METHODS) * len(GAMMAS) + 10
+    paper = len(RTTS_MS) * len(RATES_MBPS) * len(METHODS) * len(GAMMAS)
+    assert len(results["runs"]) == paper + 10 + 10  # Fig. 5's ablation, the calibrated head
+    # the named mode: one reject share a link, fitted at γ = 64, its section apart
+    calibrated = yaml.safe_load(
+        (out / "scenarios" / "fh-calibrated-g10-20mbps-rtt50.yaml").read_text()
+    )
+    assert calibrated["verification"] == {
+        "rule": "semantic", "upload": "fh", "reject_share": round(calibrated_shares(
+            WisvPlan.quick_plan().setup)[20.0], 6),
+    }  # fmt: skip
+    assert "\n## Named mode: calibrated head (not in the headline)\n" in report
+    assert "| V1 | [calibrated head] Table I AAL (committed per round), WISV FH, 20 Mbit/s, " \
+           "γ = 64 |" in report  # fmt: skip
     assert results["answers_per_run"] == WisvPlan.quick_plan().answers
     check_left_out_last(report, left_out(WisvPlan.quick_plan()))
     assert report.endswith("\n- every run (V1–V4, Fig. 5's ablation): sized for 100 answers "

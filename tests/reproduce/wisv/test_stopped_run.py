@@ -13,7 +13,7 @@ import edgespec.reproduce.wisv.runs as wisv_runs
 from edgespec.reproduce.command import run_folder
 from edgespec.reproduce.wisv.report import reproduce
 
-N_SCENARIOS = 90
+N_SCENARIOS = 100
 """The scenario files a quick run writes before its runs."""
 
 
