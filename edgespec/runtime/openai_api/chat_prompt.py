@@ -44,12 +44,14 @@ TURN_JOINER = "\n\n"
 
 def joined_turns(messages: tuple[Message, ...]) -> tuple[Message, ...]:
     """``messages`` with each run of consecutive messages of one role joined into one, their
-    contents separated by :data:`TURN_JOINER`."""
+    contents separated by :data:`TURN_JOINER` (its name kept where every message of the run
+    has that one)."""
     joined: list[Message] = []
     for message in messages:
         if joined and joined[-1].role == message.role:
             last = joined.pop()
-            message = Message(last.role, last.content + TURN_JOINER + message.content)
+            name = last.name if last.name == message.name else None  # one name, or none
+            message = Message(last.role, last.content + TURN_JOINER + message.content, name)
         joined.append(message)
     return tuple(joined)
 
@@ -76,7 +78,8 @@ DEFAULT_RENDERING = ChatRendering()
 
 
 def _render(tokenizer: Any, messages: tuple[Message, ...], rendering: ChatRendering) -> str:
-    plain = [{"role": m.role, "content": m.content} for m in messages]
+    plain = [{"role": m.role, "content": m.content} | ({} if m.name is None else {"name": m.name})
+             for m in messages]  # fmt: skip
     ending = rendering.ending
     variables = dict(rendering.template_kwargs)
     variables["add_generation_prompt"] = ending is ChatEnding.GENERATION_PROMPT
@@ -131,7 +134,7 @@ def chat_ids(
     ids = [token for token, _, _ in tokens]
     if special.isdisjoint(ids):
         return ids
-    masked_messages = tuple(Message(m.role, masked(m.content)) for m in messages)
+    masked_messages = tuple(Message(m.role, masked(m.content), m.name) for m in messages)
     template = chat_text(tokenizer, masked_messages, rendering)
     if fast and _lined_up(text, template):
         forged = {(t, s, e) for t, s, e in tokens if t in special and NEUTRAL_CHAR in template[s:e]}

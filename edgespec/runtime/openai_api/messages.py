@@ -7,6 +7,7 @@ prompt is walked, so a refused one costs no more than the limit."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,11 +43,19 @@ ROLE_ALIASES = {"developer": "system"}
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One chat message: a role of :data:`ROLES` and its text."""
+    """One chat message: a role of :data:`ROLES`, its text and the participant's ``name``
+    (OpenAI's optional field, given to the chat template as vLLM does; ``None``: none)."""
 
     role: str
     content: str
+    name: str | None = None
 
+
+FIELDS = ("role", "content", "name")
+"""A message's fields (a key given as null is absent)."""
+NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A participant's name as OpenAI takes it: no character of a template's markup, so a name
+cannot forge a special token."""
 
 Prompt = str | tuple[int, ...] | tuple[Message, ...]
 """A checked prompt: text, token ids, or chat messages."""
@@ -117,13 +126,16 @@ def _message(value: Any, index: int, room: int) -> Message:
                       param=f"{where}.role")  # fmt: skip
     # a key given as null is absent (as in the request's own fields): the openai client's
     # message.model_dump() of a reply sends name, tool_calls, refusal ... as null
-    extra = next((k for k in value if k not in ("role", "content") and value[k] is not None),
-                 None)  # fmt: skip
+    extra = next((k for k in value if k not in FIELDS and value[k] is not None), None)
     if extra is not None:
-        raise invalid(f"{where}.{clip(extra)} is not supported: a message takes role and "
-                      "content only", param=f"{where}.{clip(extra)}",
+        raise invalid(f"{where}.{clip(extra)} is not supported: a message takes role, "
+                      "content and name only", param=f"{where}.{clip(extra)}",
                       code="unsupported_parameter")  # fmt: skip
-    return Message(role, _content(value.get("content"), index, room))
+    name = value.get("name")
+    if name is not None and not (isinstance(name, str) and NAME.fullmatch(name)):
+        raise invalid(f"{where}.name must be 1 to 64 letters, digits, _ or - (OpenAI's), got "
+                      f"{shown(name)}", param=f"{where}.name")  # fmt: skip
+    return Message(role, _content(value.get("content"), index, room), name)
 
 
 def _messages(value: Any, max_prompt_tokens: int, chars_per_token: int) -> tuple[Message, ...]:

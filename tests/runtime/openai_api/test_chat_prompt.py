@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from edgespec.runtime.openai_api.chat_prompt import chat_ids, special_ids
+from edgespec.runtime.openai_api.chat_prompt import chat_ids, joined_turns, special_ids
 from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.errors import ApiError
 from edgespec.runtime.openai_api.messages import Message
@@ -252,3 +252,17 @@ def test_gemmas_template_takes_two_user_messages_joined_by_a_blank_line() -> Non
     assert tokenizer.decode(_chat_ids(tokenizer, messages)) == (
         "<bos><start_of_turn>user\nBe brief.\n\nHi.\n\n2+2?<end_of_turn>\n<start_of_turn>model\n"
     )
+
+
+def test_a_participants_name_goes_to_the_template() -> None:
+    """OpenAI's ``name``, as vLLM gives it to the template; a run of turns joined keeps
+    the name all of them share, else none."""
+    named = ("{% for m in messages %}{{ m['role'] }} {{ m.get('name', '/') }} {{ m['content'] }} "
+             "<eot> {% endfor %}assistant")  # fmt: skip
+    messages = (Message("user", "w0", "w1"), Message("assistant", "w2"))
+    ids = _chat_ids(_tokenizer(named), messages)
+    assert ids == _ids("user", "w1", "w0", "<eot>", "assistant", "/", "w2", "<eot>", "assistant")
+    same = joined_turns((Message("user", "w0", "w1"), Message("user", "w2", "w1")))
+    assert same == (Message("user", "w0\n\nw2", "w1"),)
+    other = joined_turns((Message("user", "w0", "w1"), Message("user", "w2")))
+    assert other == (Message("user", "w0\n\nw2"),)

@@ -119,11 +119,12 @@ USER = {"role": "user", "content": "w1"}
          "messages[1].role: a system message must be the first message", None),
         (_chat({"role": "system", "content": "w1"}), "messages",
          "messages has no user message: a conversation needs one", None),
-        (_chat(USER | {"name": "bob"}), "messages[0].name",
-         "messages[0].name is not supported: a message takes role and content only", PARAMETER),
+        (_chat(USER | {"name": "bob <end_of_turn>"}), "messages[0].name",
+         'messages[0].name must be 1 to 64 letters, digits, _ or - (OpenAI\'s), got "bob '
+         '<end_of_turn>"', None),
         (_chat(USER, {"role": "assistant", "content": "w2", "tool_calls": [{"id": "x"}]}, USER),
          "messages[1].tool_calls",
-         "messages[1].tool_calls is not supported: a message takes role and content only",
+         "messages[1].tool_calls is not supported: a message takes role, content and name only",
          PARAMETER),
         (_chat({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}),
          "messages[0].content", "messages[0].content parts must be {\"type\": \"text\", "
@@ -144,6 +145,16 @@ def test_a_message_the_endpoint_would_misread_is_refused(
     assert (status, error["param"], error["message"], error["code"]) == (
         400, param, message, code,
     )  # fmt: skip
+
+
+def test_a_participants_name_is_taken(api: ApiThread) -> None:
+    """OpenAI's ``name`` (multi-agent clients send it) was a 400; it goes to the template,
+    which here does not render it: the same reply as without."""
+    plain = _post(api, CHAT, json.dumps(_chat(USER) | {"max_tokens": 4}).encode())
+    named = _post(
+        api, CHAT, json.dumps(_chat(USER | {"name": "bob_2"}) | {"max_tokens": 4}).encode()
+    )
+    assert named[0] == 200 and named[1]["choices"] == plain[1]["choices"]
 
 
 def test_a_messages_null_fields_are_absent(api: ApiThread) -> None:
