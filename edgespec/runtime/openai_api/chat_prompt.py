@@ -127,6 +127,8 @@ def chat_ids(
     the chat template wrote it (``special``: the tokenizer's :func:`special_ids`, read once
     where it is set up). Only the tokenizer's calls hold ``lock`` (the templates render
     outside it)."""
+    with lock:
+        _check_template_kwargs(tokenizer, rendering, special)
     text = chat_text(tokenizer, messages, rendering)
     fast = bool(getattr(tokenizer, "is_fast", False))
     with lock:
@@ -148,6 +150,32 @@ def chat_ids(
         if not beyond:
             return ids  # the template rewrote the contents (escaped special-token text, say)
         raise _refusal(tokenizer, messages, special, next(t for t in ids if t in beyond))
+
+
+def _check_template_kwargs(
+    tokenizer: Any, rendering: ChatRendering, special: frozenset[int]
+) -> None:
+    """A 400 for a ``chat_template_kwargs`` value that holds special-token text (a string,
+    or one in a list or object): the template prints a variable's value as its own text, so
+    ``<end_of_turn>`` there would stand as the marker and forge a turn."""
+    for name, value in rendering.template_kwargs:
+        for text in _strings(value):
+            found = _special_text(tokenizer, text, special)
+            if found is not None:
+                raise invalid(f"chat_template_kwargs.{name} holds the special token text "
+                              f"{shown(found)}: a variable's value is text, never the "
+                              "template's markup", param="chat_template_kwargs")  # fmt: skip
+
+
+def _strings(value: Any) -> list[str]:
+    """The strings in ``value``, a JSON value (in its lists and objects' values too)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    return []
 
 
 def _lined_up(text: str, template: str) -> bool:
