@@ -99,25 +99,59 @@ def has_recorded_pass(
     )
 
 
-def _quiet(probing: bool) -> None:
+def _quiet(probing: str | None) -> None:
     """No one is told whether the probe runs."""
+
+
+def changed_since(key: dict[str, Any], cache: Path) -> str:
+    """Why no pass is recorded under ``key``: what differs from the nearest pass recorded
+    for the same weight files and numerics (``the masking code``, ``threads 2 (recorded:
+    1)``, ...), or that none is recorded for them."""
+    nearest: list[str] | None = None
+    for path in (cache / "checks" / "attention-masks").glob("*.json"):
+        try:
+            recorded = json.loads(path.read_text()).get("key")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if not isinstance(recorded, dict) or any(
+            recorded.get(f) != key[f] for f in ("files", "numerics")
+        ):
+            continue
+        differ = [_differs(f, key[f], recorded.get(f)) for f in key if recorded.get(f) != key[f]]
+        if nearest is None or len(differ) < len(nearest):
+            nearest = differ
+    if nearest is None:
+        return "no pass recorded for these weight files"
+    return "changed since the last recorded pass: " + ", ".join(nearest)
+
+
+def _differs(field: str, now: Any, then: Any) -> str:
+    if field == "edgespec_masking_code":
+        return "edgespec's masking code"
+    if field == "config":
+        return "the model's configuration"
+    return f"{field} {now} (recorded: {then})"
 
 
 def load_checked_target(
     model: Any,
     weight_files: Sequence[Path],
     cache: Path,
-    announce: Callable[[bool], None] = _quiet,
+    announce: Callable[[str | None], None] = _quiet,
     numerics: Numerics = "exact",
     **options: Any,
 ) -> CachedTarget:
     """``TransformersTarget(model, numerics=numerics, **options)``, its probes skipped when
     :func:`has_recorded_pass` (the lossy mode's inexactness read back from the record),
     else run and (when they pass) recorded; ``announce`` hears whether the probes are about
-    to run. Without ``weight_files`` (a model built in memory) the probes always run."""
+    to run: ``None`` when they are not, else why (:func:`changed_since`; empty for a model
+    built in memory, without ``weight_files``, whose probes always run)."""
     key = probe_key(model, weight_files, numerics) if weight_files else None
     found = None if key is None else _record(key, cache)
-    announce(found is None)
+    if found is not None:
+        announce(None)
+    else:
+        announce("" if key is None else changed_since(key, cache))
     target = TransformersTarget(model, check_masks=found is None, numerics=numerics, **options)
     if found is not None:
         target.inexactness = _inexactness(found)

@@ -132,11 +132,12 @@ def _load_transformers_target(
 
     numerics: Numerics = "lossy" if lossy else "exact"
 
-    def announce(probing: bool) -> None:
-        if probing:
+    def announce(probing: str | None) -> None:
+        if probing is not None:  # why: what changed since the last recorded pass
             say(
                 "probing the target's attention masks and checking batched against "
-                f"one-at-a-time logits ({numerics} numerics; cached for later starts)"
+                f"one-at-a-time logits ({numerics} numerics; cached for later starts; "
+                f"{probing})"
             )
         else:
             say("attention masks and batch invariance: checked before for these weights, "

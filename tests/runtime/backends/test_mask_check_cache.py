@@ -130,3 +130,33 @@ def test_a_failed_probe_is_never_recorded(tmp_path: Path, monkeypatch: pytest.Mo
         with pytest.raises(UnsupportedAttentionError, match="probe off"):
             _load(directory, cache)
     assert not (cache / "checks").exists()
+
+
+def test_a_probe_says_what_changed_since_the_last_recorded_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm start that probed again for a minute said nothing of why (a newcomer audit:
+    77 s where README says 6); now it names what differs from the nearest recorded pass of
+    the same weights and numerics."""
+    directory, cache = _saved(tmp_path), tmp_path / "cache"
+    heard: list[str | None] = []
+    real = torch.backends.cpu.get_cpu_capability()
+
+    def load() -> None:
+        loaded = load_model(str(directory), "float32")
+        load_checked_target(loaded.model, loaded.weight_files, cache, heard.append)
+
+    load()
+    load()
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2-elsewhere")
+    load()
+    edited = tmp_path / "attention_mask.py"
+    edited.write_text(Path(str(attention_mask.__file__)).read_text() + "\n# edit\n")
+    monkeypatch.setattr(attention_mask, "__file__", str(edited))
+    load()
+    assert heard == [
+        "no pass recorded for these weight files",
+        None,
+        f"changed since the last recorded pass: cpu_capability AVX2-elsewhere (recorded: {real})",
+        "changed since the last recorded pass: edgespec's masking code",
+    ]

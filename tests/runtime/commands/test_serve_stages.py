@@ -38,7 +38,8 @@ def test_serve_says_each_start_up_stage_on_stderr(tmp_path: Path, target_model: 
     expected = [
         f"loading the target {model_dir} ...",
         "probing the target's attention masks and checking batched against one-at-a-time "
-        "logits (exact numerics; cached for later starts) ...",
+        "logits (exact numerics; cached for later starts; no pass recorded for these weight "
+        "files) ...",
         "loading the draft ngram ...",
         "starting the gRPC server ...",
         "ready",
