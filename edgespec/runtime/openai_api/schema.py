@@ -198,10 +198,13 @@ def _max_tokens(
 
 
 def _seed(body: Mapping[str, Any]) -> int | None:
+    """``seed``: an int64 as OpenAI's (some clients send -1), a negative one taken modulo
+    2**63, the wire's range (-1 draws as 2**63 − 1 does)."""
     seed = integer_field(body, "seed", None)
-    if seed is not None and not 0 <= seed < SEED_LIMIT:
-        raise invalid(f"seed must be in [0, 2**63), got {shown(seed)}", param="seed")
-    return seed
+    if seed is not None and not -SEED_LIMIT <= seed < SEED_LIMIT:
+        raise invalid(f"seed must be in [-2**63, 2**63) (OpenAI's int64), got {shown(seed)}",
+                      param="seed")  # fmt: skip
+    return None if seed is None else seed % SEED_LIMIT
 
 
 def _stop(body: Mapping[str, Any]) -> tuple[str, ...]:

@@ -46,7 +46,7 @@ def _chat(content: str, **fields: Any) -> dict[str, Any]:
         ("top_p", BIG, f"top_p must be in [0.0, 1.0], got {BIG_SHOWN}"),
         ("max_tokens", BIG, "max_tokens must be in [1, 4000] (--openai-max-tokens), "
          f"got {BIG_SHOWN}"),
-        ("seed", BIG, f"seed must be in [0, 2**63), got {BIG_SHOWN}"),
+        ("seed", BIG, f"seed must be in [-2**63, 2**63) (OpenAI's int64), got {BIG_SHOWN}"),
     ],
     ids=["temperature", "temperature-negative", "top_p", "max_tokens", "seed"],
 )  # fmt: skip

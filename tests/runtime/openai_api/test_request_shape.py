@@ -124,7 +124,7 @@ def test_oversized_body_is_413_and_long_prompt_400(api: ApiThread) -> None:
         ("top_p", 1.5, "top_p"),  # OpenAI's [0, 1]: 0 is greedy, -0.1 a 400 (test_endpoint)
         ("stop", ["a", "b", "c", "d", "e"], "stop"),
         ("n", 17, "n"),
-        ("seed", -1, "seed"),
+        ("seed", -(2**63) - 1, "seed"),  # below OpenAI's int64
         ("prompt", ["w1", 5], "prompt"),  # a batch of prompts, its second none
         ("prompt", [99], "prompt"),
         ("edgespec", {"window": "nonesuch"}, "edgespec.window"),

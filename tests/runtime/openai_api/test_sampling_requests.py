@@ -48,6 +48,8 @@ def test_seeded_sampling_is_reproducible(client: Any) -> None:
 
     assert sample(7) == sample(7)
     assert len({sample(s) for s in range(4)}) > 1
+    # OpenAI's seeds are int64 (some clients send -1): a negative one, modulo 2**63
+    assert sample(-1) == sample(2**63 - 1) and sample(-(2**63)) == sample(0)
 
 
 @pytest.mark.parametrize("settings", [{"lookup": True}, {"tree": "2,1"}], ids=["lookup", "tree"])
