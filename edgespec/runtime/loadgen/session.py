@@ -214,13 +214,19 @@ class BenchSession:
             self._say(f"{exc}; the server's counters are not compared")
             return None
 
-    def _orphaned_sessions(self) -> int:
+    def _orphaned_sessions(self) -> int | None:
         """The sessions the server holds once the load ended; the bench's own server is
-        given its idle timeout (plus 5 s) to reclaim a killed client's."""
+        given its idle timeout (plus 5 s) to reclaim a killed client's. A server that no
+        longer answers (it died in the run) is ``None``: the load's report is kept, a line
+        says why the sessions were not counted."""
         deadline = time.monotonic() + (self._args.session_timeout_s + 5 if self._server else 0)
-        with self._access.connected(timeout_s=10.0) as verifier:
-            while (n := int(verifier.stats().num_sessions)) and time.monotonic() < deadline:
-                time.sleep(0.5)
+        try:
+            with self._access.connected(timeout_s=10.0) as verifier:
+                while (n := int(verifier.stats().num_sessions)) and time.monotonic() < deadline:
+                    time.sleep(0.5)
+        except RequestError as exc:
+            self._say(f"the server's sessions were not counted: {exc.code.value}: {exc.message}")
+            return None
         return n
 
     def _report(
@@ -230,7 +236,7 @@ class BenchSession:
         prompts: tuple[tuple[int, ...], ...],
         before: dict[str, float] | None,
         after: dict[str, float] | None,
-        orphaned: int,
+        orphaned: int | None,
     ) -> LoadReport:
         check = None
         sampled = not self._load.request_sampling.greedy

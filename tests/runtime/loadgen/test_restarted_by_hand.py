@@ -98,3 +98,27 @@ def test_requests_the_clients_cannot_count_are_named_by_number() -> None:
     assert compared(BEFORE, BEFORE, killed)[1] == (
         "1 request lost, 1 request killed: the clients cannot count what the server did for them"
     )
+
+
+def test_a_server_gone_at_the_end_leaves_the_report_without_its_session_count() -> None:
+    """A newcomer audit stopped its --server mid-run: the count of sessions left open failed
+    with UNAVAILABLE and the whole report and --json were lost (exit 1, stdout empty). Now
+    a line says why the sessions were not counted and the report stands without them."""
+    import socket
+
+    from edgespec.runtime.loadgen.spec import ServerAccess
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:  # bound, never listening
+        held.bind(("127.0.0.1", 0))
+        said: list[str] = []
+        args = _args()
+        args.session_timeout_s = 1.0
+        session = BenchSession(args, LOAD, Path("/nonexistent"), said.append)
+        session._access = ServerAccess(f"127.0.0.1:{held.getsockname()[1]}")
+        assert session._orphaned_sessions() is None
+    assert len(said) == 1 and said[0].startswith(
+        "the server's sessions were not counted: UNAVAILABLE: "
+    ), said
+    report = session._report(LOAD, _outcome(), (), None, None, None)
+    assert report.orphaned_sessions is None
+    assert "sessions left open on the server" not in markdown(report)
