@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from edgespec.reproduce.claims import Cause, ClaimRow, Reason, left_to_full_run
 from edgespec.reproduce.wisp.claims import capacity_rows, goodput_row, quick_run
+from edgespec.reproduce.wisp.late_decides import rule_decides
 from edgespec.reproduce.wisp.operating import (
     FCFS_OPERATING_LEVEL,
     LEVEL_TOLERANCE,
@@ -292,7 +293,7 @@ def w5_row(res: WispResults) -> ClaimRow:
 
 
 def all_rows(res: WispResults) -> list[ClaimRow]:
-    rows = capacity_rows(res, "qwen3-32b", "W1")
+    rows = rule_decides(lambda r: capacity_rows(r, "qwen3-32b", "W1"), res)
     if "qwen3-14b" in res.plan.targets:
-        rows += capacity_rows(res, "qwen3-14b", "W2")
+        rows += rule_decides(lambda r: capacity_rows(r, "qwen3-14b", "W2"), res)
     return [*rows, goodput_row(res), *operating_rows(res), *knee_rows(res), w5_row(res)]

@@ -58,7 +58,8 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     from edgespec.reproduce.printed import print_claims
     from edgespec.reproduce.wisp.predictor import PredictorPlan
     from edgespec.reproduce.wisp.quick import left_out
-    from edgespec.reproduce.wisp.runs import Plan, results_dict, run_wisp
+    from edgespec.reproduce.wisp.results_file import results_dict
+    from edgespec.reproduce.wisp.runs import Plan, run_wisp
     from edgespec.sweeps.executor import make_executor
     from edgespec.sweeps.progress import progress_bar
 

@@ -14,7 +14,7 @@ one capacity search or one run.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from edgespec.reproduce.jobs import run_all, write_scenario
 from edgespec.reproduce.wisp.operating import MAX_PROBES, OperatingPoint, find_operating_point
 from edgespec.reproduce.wisp.runner import (
     LATE_RULE,
+    LATE_RULES,
     LateRule,
     LateSensitivity,
     SimRun,
@@ -135,6 +136,10 @@ class WispResults:
     attribution: ViolationAttribution | None
     unfinished: UnfinishedSensitivity | None = None
     """WISP's capacity with the unfinished requests counted too (shown, never judged)."""
+    other_rules: dict[tuple[str, str, str], int | None] = field(default_factory=dict)
+    """(late-request rule, target, class) → WISP's capacity under each rule but
+    :data:`~.runner.LATE_RULE`: whether the rule decides W1's and W2's verdicts
+    (:mod:`.late_decides`)."""
 
 
 def capacity_jobs(plan: Plan, rule: LateRule) -> list[CapacityJob]:
@@ -151,6 +156,17 @@ def mixed(plan: Plan, system: str, devices: int, record_rounds: bool = False) ->
     goodput is counted with or without round records (docs/METRICS.md), which only
     ``record_rounds`` keeps (W5's attribution reads them)."""
     return scenario(plan.setup, system, devices=devices, slo_mix=MIXED, record_rounds=record_rounds)
+
+
+def other_rule_jobs(plan: Plan) -> list[CapacityJob]:
+    """WISP's capacity searches under every late-request rule but the chosen one."""
+    return [
+        CapacityJob(plan.setup, "wisp", target, cls, plan.capacity_hi, rule)
+        for rule in LATE_RULES
+        if rule != LATE_RULE
+        for target in plan.targets
+        for cls in plan.classes
+    ]
 
 
 def curve_jobs(plan: Plan, rule: LateRule) -> list[tuple[str, int, RunJob]]:
@@ -222,10 +238,12 @@ def run_wisp(
     ]
     files += [write_scenario(folder, f"curve-{s}-{n}", named(j.data, rule)) for s, n, j in curves]
     files += [write_scenario(folder, f"goodput-{s}", named(j.data, rule)) for s, j in goodput]
+    others = other_rule_jobs(plan)
     jobs: list[Callable[[], Any]] = [*caps, *(j for *_, j in curves), *(j for _, j in goodput)]
     with progress_bar(progress) as bar:
-        task = bar.add_task("reproduce wisp", total=len(jobs) + 1)
-        values = run_all(executor, jobs, lambda: bar.advance(task))
+        task = bar.add_task("reproduce wisp", total=len(jobs) + len(others) + 1)
+        values = run_all(executor, [*jobs, *others], lambda: bar.advance(task))
+        values, other_values = values[: len(jobs)], values[len(jobs) :]
         cap_values, rest = values[: len(caps)], values[len(caps) :]
         res = WispResults(
             plan,
@@ -237,60 +255,8 @@ def run_wisp(
             {},
             None,
             late_unfinished,
+            {(j.rule, j.target, j.slo_class): v for j, v in zip(others, other_values, strict=True)},
         )
         res = at_operating_point(plan, res, rule, files, folder)
         bar.advance(task)
     return res, files
-
-
-def results_dict(res: WispResults) -> dict[str, Any]:
-    """results.json: every number the claims use."""
-    op = res.operating
-    return {
-        "setup": res.plan.setup.to_dict(),
-        "late_rule": {"rule": LATE_RULE, "sensitivity_capacity": res.late.capacity},
-        "unfinished_sensitivity_capacity": None
-        if res.unfinished is None
-        else {
-            "finished_only": res.unfinished.finished_only,
-            "sure_misses": res.unfinished.sure_misses,
-        },
-        "capacities": [
-            {"system": s, "target": t, "class": c, "devices": v}
-            for (s, t, c), v in sorted(res.capacities.items())
-        ],
-        "goodput": {s: _goodputs(m) for s, m in res.goodput.items()},
-        "curves": [
-            {"system": s, "devices": n, "violation": _violations(m), **_goodputs(m)}
-            for (s, n), m in sorted(res.curves.items())
-        ],
-        "operating_point": None
-        if op is None
-        else {
-            "devices": op.devices,
-            "probed": list(op.probed),
-            "fcfs_c4_violation": [{"devices": n, "rate": r} for n, r in op.points],
-            "runs": {
-                s: {"violation": _violations(m), **_goodputs(m)}
-                for s, m in res.at_operating.items()
-            },
-        },
-        "attribution": None
-        if res.attribution is None
-        else {
-            "rounds_with_deadline": res.attribution.num_rounds_with_deadline,
-            "violated": res.attribution.num_violated,
-            "compute_dominant": res.attribution.num_compute_dominant,
-        },
-    }
-
-
-def _violations(m: SystemMetrics) -> dict[str, float]:
-    return {c: class_violation(c)(m) for c in CLASSES}
-
-
-def _goodputs(m: SystemMetrics) -> dict[str, float | None]:
-    return {
-        "committed_goodput_tokens_per_s": m.committed_goodput_tokens_per_s,
-        "goodput_tokens_per_s": m.goodput_tokens_per_s,
-    }

@@ -34,6 +34,7 @@ from edgespec.reproduce.wisp.predictor import (
     predictor_scenario,
     stopped_round,
 )
+from edgespec.reproduce.wisp.results_file import goodputs
 from edgespec.reproduce.wisp.runner import LateRule, SimRun, named
 from edgespec.reproduce.wisp.setup import MIXED, TARGET_PROFILES, WispSetup, scenario
 
@@ -165,21 +166,14 @@ class Table6Results:
         return {
             "speed": {**asdict(self.speed), "tokens_per_s": self.speed.tokens_per_s},
             "goodput": [
-                {"devices": n, **{k: _goodputs(m) for k, m in zip(names, runs, strict=True)}}
+                {"devices": n, **{k: goodputs(m) for k, m in zip(names, runs, strict=True)}}
                 for n, runs in sorted(self.goodput.items())
             ],
             "at_implied_speed": [
-                {"devices": n, **{k: _goodputs(m) for k, m in zip(names[:2], runs, strict=True)}}
+                {"devices": n, **{k: goodputs(m) for k, m in zip(names[:2], runs, strict=True)}}
                 for n, runs in sorted(self.implied.items())
             ],
         }
-
-
-def _goodputs(m: SystemMetrics) -> dict[str, float | None]:
-    return {
-        "committed_goodput_tokens_per_s": m.committed_goodput_tokens_per_s,
-        "goodput_tokens_per_s": m.goodput_tokens_per_s,
-    }
 
 
 def _runs(

@@ -7,6 +7,7 @@ from edgespec.core.types import PendingVerification
 from edgespec.policies.estimator import WispCoefficients
 from edgespec.policies.interfaces import BatchLimits
 from edgespec.policies.wisp import WispBatching
+from edgespec.reproduce.wisp.results_file import results_dict
 from edgespec.reproduce.wisp.runner import (
     LATE_RULE,
     LATE_RULES,
@@ -16,7 +17,7 @@ from edgespec.reproduce.wisp.runner import (
     late_rule_choice,
     policies_for,
 )
-from edgespec.reproduce.wisp.runs import Plan, WispResults, mixed, results_dict
+from edgespec.reproduce.wisp.runs import Plan, WispResults, mixed
 from edgespec.sim.setup.scenario import scenario_from_dict
 
 # T̂ = 1 ms per new token + 10 ms: 14 ms for any entry of 4 new tokens
