@@ -22,6 +22,7 @@ from edgespec.runtime.commands.draft_checks import (
     check_blocks,
     check_draft_name,
     check_modes,
+    check_stop_ids,
     check_tree_depth,
     draft_placement,
     semantic_notes,
@@ -93,6 +94,7 @@ def _run(args: argparse.Namespace) -> int:
     reached = connect(config, routing, say, config.retry_timeout_s)
     verifier, health, vocab_size = reached.verifier, reached.health, reached.health.vocab_size
     check_blocks(config, window, args.mode, health)
+    check_stop_ids(config.stop_token_ids, vocab_size)
     for note in semantic_notes(config, health):  # the threshold against the head it serves
         print(f"edgespec draft: {note}", file=sys.stderr)
     ids, tokenizer, draft = _prompt_and_models(args, config, health, placement, say)

@@ -5,6 +5,7 @@ draft is placed (``--device``)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 from edgespec.runtime.messages import ServerHealth
@@ -145,3 +146,14 @@ def check_draft_name(draft: str | None) -> None:
         resolve_model(draft)
     except ModelNotFoundError as exc:
         raise ConfigError("draft", str(exc)) from None
+
+
+def check_stop_ids(stop_token_ids: Sequence[int], vocab_size: int) -> None:
+    """``--stop-token-ids`` within the server's vocabulary, checked once it is reached and
+    before the draft loads (the server refused one only at the first open, after it)."""
+    from edgespec.errors import UserInputError
+
+    outside = next((t for t in stop_token_ids if not 0 <= t < vocab_size), None)
+    if outside is not None:
+        raise UserInputError(f"--stop-token-ids: {outside} is outside the server's vocabulary "
+                             f"[0, {vocab_size})")  # fmt: skip

@@ -440,3 +440,22 @@ def test_a_progress_budget_below_the_request_timeout_is_said(
                "--request-timeout-s never applies")  # fmt: skip
     assert (lines[0] == warning) == warned
     assert sum("warning" in line for line in lines) == warned
+
+
+def test_a_stop_token_outside_the_servers_vocabulary_is_refused_before_the_draft_loads(
+    fake: list[FakeVerifier], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server refused it only at the first open, after the draft's load (5.5 s for the
+    bundled draft): now once its Health gives the vocabulary, exit 2, nothing loaded."""
+    from edgespec.runtime.commands import draft as draft_command
+
+    def never(*args: Any) -> None:
+        raise AssertionError("the draft loaded")
+
+    monkeypatch.setattr(draft_command, "_load_draft", never)
+    args = ["draft", "--server", "h:1", "--draft", "gemma3-270m-draft", "--prompt-ids", "1"]
+    assert main([*args, "--stop-token-ids", "3,64"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "edgespec draft: --stop-token-ids: 64 is outside the server's vocabulary [0, 64)"
+    )
+    assert all(not v.asked for v in fake)
