@@ -16,7 +16,13 @@ from edgespec.policies.estimator import WispCoefficients
 from edgespec.reproduce.claims import Cause, ClaimRow, Reason, fmt, within
 from edgespec.reproduce.wisp.resolution import quotient_span, widens
 from edgespec.reproduce.wisp.runs import Plan, WispResults
-from edgespec.reproduce.wisp.setup import CLASSES, MIXED, TARGET_PROFILES, WispSetup
+from edgespec.reproduce.wisp.setup import (
+    CLASSES,
+    MIXED,
+    TARGET_PROFILES,
+    WispSetup,
+    context_setting,
+)
 
 # Table 2: capacities (devices) per class 2/4/6/8 tok/s.
 TABLE_2 = {
@@ -63,17 +69,6 @@ STAND_IN_RATIOS = (
     "ratios not compared: Qwen3-14B's Eq. 19 coefficients are a stand-in (SEED-NOTES §5: "
     "W2 in direction only)"
 )
-
-
-def context_setting(setup: WispSetup) -> str:
-    """Why the centralized capacities at 4–8 tok/s are a setting: the full run's mean
-    context (a run of ``setup``'s own, shorter outputs says its own too)."""
-    chosen = Plan.full().setup.mean_context_tokens
-    text = (f"the mean context (≈{chosen} tokens) was chosen so that Table 12 gives the "
-            "paper's centralized capacities at 4–8 tok/s (SEED-NOTES §1.3)")  # fmt: skip
-    if setup.mean_context_tokens != chosen:
-        text += f"; this run's is ≈{setup.mean_context_tokens}, not the one chosen"
-    return text
 
 
 def _recompute_over_cached(coeff: WispCoefficients, k: int, ctx: int) -> float:

@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from edgespec.reproduce.claims import Cause, ClaimRow, Reason, headline
 from edgespec.reproduce.report_file import markdown_table
+from edgespec.reproduce.wisv.expected import bisected_share
 from edgespec.reproduce.wisv.runs import CALIBRATED, WisvResults
 from edgespec.reproduce.wisv.setup import GAMMAS, RATES_MBPS, WisvSetup
 from edgespec.reproduce.wisv.table_i import CELL, METRICS, TABLE_I, cell_row
@@ -27,7 +28,6 @@ from edgespec.sim.model.semantic import expected_committed
 FIT_GAMMA = 64
 """The window whose Table I WISV AAL fixes each link's reject share (SEED-NOTES §3.3)."""
 TAG = "[calibrated head] "
-_BISECTIONS = 60
 
 
 def fitted_share(alpha: float, committed: float, gamma: int) -> float:
@@ -35,15 +35,11 @@ def fitted_share(alpha: float, committed: float, gamma: int) -> float:
     tokens in expectation (i.i.d. ``alpha``): committed falls as r rises, from a round that
     accepts every mismatch (r = 0) to greedy's (r = 1); a value outside that range is an
     error."""
-    lo, hi = 0.0, 1.0
-    most, least = expected_committed(alpha, lo, gamma), expected_committed(alpha, hi, gamma)
+    most, least = expected_committed(alpha, 0.0, gamma), expected_committed(alpha, 1.0, gamma)
     if not least <= committed <= most:
         raise ValueError(f"{committed} committed tokens a round at γ = {gamma} is outside "
                          f"what any reject share gives ({least:.3f}–{most:.3f})")  # fmt: skip
-    for _ in range(_BISECTIONS):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if expected_committed(alpha, mid, gamma) > committed else (lo, mid)
-    return (lo + hi) / 2
+    return bisected_share(lambda share: expected_committed(alpha, share, gamma) > committed)
 
 
 def calibrated_shares(setup: WisvSetup) -> dict[float, float]:

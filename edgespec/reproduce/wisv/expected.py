@@ -14,6 +14,7 @@ with the m mismatches' hidden states in the rounds with m > 0, m ~ Binomial(γ, 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -77,10 +78,16 @@ def break_even_share(
         return 0.0
     if faster(1.0):
         return 1.0
+    return bisected_share(faster)
+
+
+def bisected_share(below: Callable[[float], bool]) -> float:
+    """The reject share where ``below`` turns false (true at 0, false at 1, monotone in
+    between), within 2**-60: the largest share found below it."""
     low, high = 0.0, 1.0
     for _ in range(_BISECTIONS):
         mid = 0.5 * (low + high)
-        low, high = (mid, high) if faster(mid) else (low, mid)
+        low, high = (mid, high) if below(mid) else (low, mid)
     return low
 
 

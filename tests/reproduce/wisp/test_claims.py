@@ -19,7 +19,6 @@ from edgespec.reproduce.wisp.claims import (
     TABLE_2_SPEEDUPS,
     TWO_TOK_CONTEXT,
     capacity_rows,
-    context_setting,
     goodput_choices,
     goodput_row,
     quick_run,
@@ -28,7 +27,7 @@ from edgespec.reproduce.wisp.claims import (
 from edgespec.reproduce.wisp.curve_claims import operating_choice
 from edgespec.reproduce.wisp.runner import late_rule_choice
 from edgespec.reproduce.wisp.runs import Plan
-from edgespec.reproduce.wisp.setup import CLASSES, WispSetup, choices
+from edgespec.reproduce.wisp.setup import CLASSES, WispSetup, choices, context_setting
 from tests.reproduce.wisp.results import PLAN, goodput, results
 
 
