@@ -8,10 +8,23 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from edgespec.config.overrides import shown
 from edgespec.core.sampling_params import TokenLogprobs
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.openai_api.text import TextStream
+
+CAUSE_CHARS = 200
+"""The most characters of an error a reconnect or resend line quotes."""
+
+
+def cause(error: RequestError) -> str:
+    """``error`` as a reconnect or resend line quotes it: whole up to :data:`CAUSE_CHARS`,
+    else cut at the last word that fits, an ellipsis marking the cut (gRPC's messages end
+    with what failed: ``... Connection refused``)."""
+    text = str(error)
+    if len(text) <= CAUSE_CHARS:
+        return text
+    space = text.rfind(" ", 0, CAUSE_CHARS)
+    return text[: space if space > 0 else CAUSE_CHARS - 1].rstrip(" ;:,") + " …"
 
 
 class Shown:
@@ -85,7 +98,7 @@ class Shown:
         """Say that a lost session is reopened (the generation would otherwise be silent
         for up to ``--retry-timeout-s``): what lost it, what is kept, for how long."""
         self.notice(
-            f"edgespec draft: the session was lost ({shown(str(error), 120)}) after "
+            f"edgespec draft: the session was lost ({cause(error)}) after "
             f"{num_committed} tokens: reopening it with them, retried for up to {retry_s:g} s "
             "(--retry-timeout-s)"
         )
@@ -100,7 +113,7 @@ class Shown:
             return
         self._resent_at = num_committed
         self.notice(
-            f"edgespec draft: no answer within the call's deadline ({shown(str(error), 120)}; "
+            f"edgespec draft: no answer within the call's deadline ({cause(error)}; "
             f"--request-timeout-s) after {num_committed} tokens: the server is busy, with a "
             "long prompt's first pass, say; sending the same block again on the same session "
             f"(the server keeps its work), {left}"

@@ -48,3 +48,18 @@ def test_a_reopening_is_said_on_a_line_of_its_own(
     shown.push((5,))
     shown.reconnecting(lost, 28, 30.0)
     assert capsys.readouterr() == ("[5] ", "\n" + said)  # stdout's text left as it is
+
+
+def test_a_long_cause_is_cut_at_a_word(capsys: pytest.CaptureFixture[str]) -> None:
+    """gRPC's message ends with what failed; it was cut at 120 characters mid-word
+    (``... remote host: Connection re... (160 characters)``)."""
+    from edgespec.runtime.errors import ErrorCode, RequestError
+
+    grpc = ("failed to connect to all addresses; last error: UNKNOWN: ipv4:10.20.30.40:50051: "
+            "Failed to connect to remote host: Connection refused")  # fmt: skip
+    Shown(None).reconnecting(RequestError(ErrorCode.UNAVAILABLE, grpc), 3, 30.0)
+    assert f"(UNAVAILABLE: {grpc}) after 3 tokens" in capsys.readouterr().err
+    longer = RequestError(ErrorCode.UNAVAILABLE, grpc + " " + "x" * 60 + " and more words")
+    Shown(None).resending(longer, 3, 10.0)
+    line = capsys.readouterr().err
+    assert f"(UNAVAILABLE: {grpc} …; --request-timeout-s)" in line
