@@ -32,6 +32,7 @@ from edgespec.runtime.commands.draft_connect import connect, connect_waiting
 from edgespec.runtime.commands.draft_context import ContextBudget
 from edgespec.runtime.commands.draft_conversation import converse
 from edgespec.runtime.commands.draft_run import DraftRun, Outcome
+from edgespec.runtime.commands.endpoint_arguments import check_endpoint_flags
 from edgespec.runtime.commands.sampling_arguments import check_sampling_flags
 from edgespec.runtime.commands.signals import stopped
 from edgespec.runtime.commands.stages import Stages
@@ -77,6 +78,7 @@ def _run(args: argparse.Namespace) -> int:
     config = load_config(DrafterConfig, args.config, overrides(args))
     check_sampling_flags(args, config)
     check_chat_flags(args)
+    check_endpoint_flags(args)
     _warn_of_budget(config)
     stop = stop_policy_from_args(args)
     check_modes(args, config, stop is not None)
@@ -169,6 +171,7 @@ def _serve_openai(
     served until Ctrl-C or SIGTERM (edgespec.runtime.openai_api), which says where it
     listens; then the signal's line and exit status."""
     from edgespec.runtime.openai_api import serve
+    from edgespec.runtime.openai_api.access import Access
     from edgespec.runtime.openai_api.schema import Limits
     from edgespec.runtime.wire.ports import ensure_port_free
 
@@ -189,9 +192,10 @@ def _serve_openai(
     if drafts:
         check_draft_vocab(config.draft, None if draft is None else draft.model, vocab_size)
     tokenizer = _tokenizer(args, config, reached.health.target_name, draft, True, say)
+    access = Access(args.openai_api_key, args.openai_allowed_origins or ())
     end = serve.serve_openai(args.serve_openai, config, reached.verifier, draft, tokenizer,
                              vocab_size, limits, concurrency=concurrency,
-                             told=reached.told, mode=args.mode)  # fmt: skip
+                             told=reached.told, mode=args.mode, access=access)  # fmt: skip
     if end.signum is None:  # uvicorn said why, above
         print("edgespec draft: the OpenAI-compatible endpoint stopped serving", file=sys.stderr)
         return 1

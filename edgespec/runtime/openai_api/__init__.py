@@ -28,6 +28,8 @@ decoding.
   (failed ``accept()`` calls, malformed requests, 502s for a token the server refuses,
   outages) let through at most one per 10 s, counting the others; uvicorn's per-request
   lines kept out;
+* :mod:`.access` — who may call it: an API key on every route but the probes and
+  ``/metrics`` (a 401 before the body is read), the web origins browsers may call from;
 * :mod:`.extension` — a request's ``edgespec`` object: ``slo_class``, ``window``, ``mode``;
 * :mod:`.body`, :mod:`.schema`, :mod:`.fields`, :mod:`.messages` — a body said to be JSON
   in UTF-8, read as it arrives and refused past its limit, then decoded; fields checked

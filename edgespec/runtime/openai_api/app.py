@@ -21,6 +21,7 @@ from starlette.requests import ClientDisconnect
 
 from edgespec.runtime.edge.reconnect import Cancelled
 from edgespec.runtime.errors import RequestError
+from edgespec.runtime.openai_api.access import Access, add_access
 from edgespec.runtime.openai_api.admission import Admission, ClientHold, Concurrency
 from edgespec.runtime.openai_api.body import check_content_type, read_body
 from edgespec.runtime.openai_api.choices import run_prompts
@@ -53,12 +54,14 @@ LOG = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class ApiConfig:
-    """The endpoint's model id (what requests must name), defaults and limits."""
+    """The endpoint's model id (what requests must name), defaults and limits, and who may
+    call it."""
 
     model_id: str
     defaults: Defaults = field(default_factory=Defaults)
     limits: Limits = field(default_factory=Limits)
     concurrency: Concurrency = field(default_factory=Concurrency.for_device)
+    access: Access = field(default_factory=Access)
 
     def __post_init__(self) -> None:
         if self.defaults.max_tokens > self.limits.max_tokens:
@@ -271,4 +274,5 @@ def build_app(
     async def chat_completions(request: Request) -> Response:
         return await _answer(request, setup, api, True, lines)
 
+    add_access(app, api.access)
     return app

@@ -14,6 +14,7 @@ from typing import Any
 
 from edgespec.errors import UserInputError
 from edgespec.runtime.messages import ServerHealth
+from edgespec.runtime.openai_api.access import Access
 from edgespec.runtime.openai_api.admission import Concurrency
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
 from edgespec.runtime.openai_api.connections import (
@@ -236,13 +237,15 @@ def serve_openai(
     concurrency: Concurrency | None = None,
     told: dict[str, ServerHealth] | None = None,
     mode: str = "distributed",
+    access: Access | None = None,
 ) -> Stopped:
     """Serve until Ctrl-C or SIGTERM, then stop (:mod:`.stopping`), refusing requests beyond
     ``limits`` (a text prompt's characters bounded by the tokenizer's longest token) and
     generations beyond ``concurrency`` (default: sized to the device); the model id is the
     name of the server's target; ``told``: the servers' Health as the command reached them
     (``None``: asked here); ``mode``: the requests' default ``edgespec.mode`` (centralized:
-    ``draft`` is ``None`` and every request is the server's own decoding)."""
+    ``draft`` is ``None`` and every request is the server's own decoding); ``access``: its
+    API key and allowed web origins (default: neither)."""
     host, port = parse_address(address)
     limits = dataclasses.replace(limits, chars_per_token=longest_token_chars(tokenizer))
     setup = _setup(config, verifier, draft, tokenizer, vocab_size, told, mode == "distributed")
@@ -252,14 +255,15 @@ def serve_openai(
     defaults = Defaults(config.max_new_tokens, config.temperature, config.slo_class, mode)
     admits = concurrency or Concurrency.for_device()
     in_flight = InFlight()
-    app = build_app(setup, ApiConfig(model_id, defaults, limits, admits), in_flight)
+    access = access or Access()
+    app = build_app(setup, ApiConfig(model_id, defaults, limits, admits, access), in_flight)
     raised = raise_open_file_limit(MAX_CONNECTIONS)  # process-wide: here, as it starts
     with StopSignals() as signals:  # from the start: a signal as it starts stops it too
         try:
             server = ApiThread(app, host, port).start()
         except OSError as exc:  # the port taken since it was checked, no descriptors left
             raise UserInputError(str(exc)) from None
-        said = f"{admits.told()}; {connections_told(server.budget, raised)}"
+        said = f"{admits.told()}; {connections_told(server.budget, raised)}{access.told()}"
         url = f"http://{host}:{server.port}/v1"
         decodes = "" if setup.drafts else "; every request centralized, the server decoding"
         say(f"OpenAI-compatible endpoint on {url} (model {model_id!r}{decodes}; {said})")
