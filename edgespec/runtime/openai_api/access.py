@@ -10,6 +10,7 @@ a key and a refusal still carries the CORS headers the page needs to read it; th
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import re
 from dataclasses import dataclass
 
@@ -45,6 +46,21 @@ class Access:
                        else ", ".join(self.allowed_origins))  # fmt: skip
             said.append(f"browsers may call it from {origins}")
         return "".join(f"; {part}" for part in said)
+
+
+def unguarded_warning(host: str, access: Access) -> str | None:
+    """The warning for an endpoint listening beyond this machine (``host`` no loopback
+    address) without an API key; ``None`` when it is guarded or local."""
+    if access.api_key is not None or host == "localhost":
+        return None
+    try:
+        if ipaddress.ip_address(host.strip("[]")).is_loopback:
+            return None
+    except ValueError:  # a host name: it may resolve beyond this machine
+        pass
+    return (f"warning: the endpoint listens on {host}, beyond this machine, without "
+            "--openai-api-key: any client that reaches it generates on your verification "
+            "servers with this device's token")  # fmt: skip
 
 
 def origin_list(text: str) -> tuple[str, ...]:

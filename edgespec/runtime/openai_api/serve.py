@@ -14,7 +14,7 @@ from typing import Any
 
 from edgespec.errors import UserInputError
 from edgespec.runtime.messages import ServerHealth
-from edgespec.runtime.openai_api.access import Access
+from edgespec.runtime.openai_api.access import Access, unguarded_warning
 from edgespec.runtime.openai_api.admission import Concurrency
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
 from edgespec.runtime.openai_api.connections import (
@@ -267,6 +267,8 @@ def serve_openai(
         url = f"http://{host}:{server.port}/v1"
         decodes = "" if setup.drafts else "; every request centralized, the server decoding"
         say(f"OpenAI-compatible endpoint on {url} (model {model_id!r}{decodes}; {said})")
+        if (warning := unguarded_warning(host, access)) is not None:
+            say(warning)
         return serve_until_stopped(server, in_flight, signals.wait, say)
 
 

@@ -17,7 +17,7 @@ import pytest
 from edgespec.cli import main
 from edgespec.config import from_dict
 from edgespec.runtime.edge.config import DrafterConfig
-from edgespec.runtime.openai_api.access import Access, key_refusal, origin_list
+from edgespec.runtime.openai_api.access import Access, key_refusal, origin_list, unguarded_warning
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
 from edgespec.runtime.openai_api.edge_setup import EdgeSetup
 from edgespec.runtime.openai_api.serve import ApiThread
@@ -155,3 +155,15 @@ def test_an_endpoint_flag_without_serve_openai_is_refused(
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"edgespec draft: {flags[0]} applies to the endpoint: it needs --serve-openai"
     )
+
+
+def test_an_endpoint_beyond_this_machine_without_a_key_is_warned_of() -> None:
+    for local in ("127.0.0.1", "::1", "[::1]", "localhost", "127.0.0.9"):
+        assert unguarded_warning(local, Access()) is None, local
+    assert unguarded_warning("0.0.0.0", Access(KEY)) is None
+    for open_host in ("0.0.0.0", "192.168.1.20", "device-b.lan"):
+        assert unguarded_warning(open_host, Access()) == (
+            f"warning: the endpoint listens on {open_host}, beyond this machine, without "
+            "--openai-api-key: any client that reaches it generates on your verification "
+            "servers with this device's token"
+        )
