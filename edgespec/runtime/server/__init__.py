@@ -68,5 +68,6 @@ Fused rounds and baselines:
   of its own, ended with it;
 * :mod:`.cloud_only` — cloud-only fused rounds (``--fused-rounds cloud_only``): an empty block
   verified, i.e. the target's next token;
-* :mod:`.fused_baseline` — the whole-request fused baseline (``Generate``, fused mode).
+* :mod:`.fused_baseline` — the whole-request fused baseline (``Generate``, fused mode);
+* :mod:`.centralized` — the centralized baseline (``Generate``, not fused), one token a round.
 """

@@ -170,6 +170,12 @@ class SessionTable:
         names it (:meth:`~edgespec.runtime.server.engine.VerificationEngine.verify_batch`)."""
         return self._get(session_id).serial
 
+    def is_session(self, session_id: str, serial: int) -> bool:
+        """``session_id`` is open and is the session opened as ``serial``."""
+        with self._lock:
+            s = self._sessions.get(session_id)
+            return s is not None and s.serial == serial
+
     def session_tokens(self, session_id: str) -> tuple[int, ...]:
         return tuple(self._get(session_id).tokens)
 

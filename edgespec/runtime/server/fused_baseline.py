@@ -80,8 +80,10 @@ async def _baseline(
             async for chunk in chunks:
                 yield chunk
     finally:
-        if spec.session_id in verifier.opened:
-            service.close_session(spec.session_id, verifier.owner)
+        if spec.session_id in verifier.opened:  # while it is still the one it opened
+            service.close_session(
+                spec.session_id, verifier.owner, verifier.serial_of(spec.session_id)
+            )
 
 
 async def fused_generate(

@@ -37,6 +37,7 @@ from edgespec.runtime.messages import (
 )
 from edgespec.runtime.server.admission import Admission
 from edgespec.runtime.server.batch_planner import BatchPlanner
+from edgespec.runtime.server.centralized import centralized_generate
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.counters import ServiceCounters, ServiceMetrics
 from edgespec.runtime.server.engine import VerificationEngine
@@ -90,7 +91,7 @@ class VerificationService:
         # a fused run holds a thread of its own for all its rounds, ended with it (at most
         # one per session the server admits: each client is bounded by its sessions)
         self._fused_executor = ThreadPerRun("edgespec-fused")
-        self._fused_sessions: set[str] = set()  # sessions with a fused run in progress
+        self._fused_sessions: dict[str, object] = {}  # session -> its fused run in progress
 
     @property
     def fused_executor(self) -> Executor:
@@ -135,9 +136,15 @@ class VerificationService:
             what = describe() if callable(describe) else f"LOSSY {spec.verification_rule!r}"
             self._log(f"session {spec.session_id!r} (client {spec.client_id!r}) opened: {what}")
 
-    def close_session(self, session_id: str, owner: str | None = None) -> bool:
+    def close_session(
+        self, session_id: str, owner: str | None = None, serial: int | None = None
+    ) -> bool:
         """Close ``session_id`` (``True``: it was open); its queued or running verification
-        fails ``NOT_FOUND`` (:meth:`~edgespec.runtime.server.scheduler.Scheduler.fail_session`)."""
+        fails ``NOT_FOUND`` (:meth:`~edgespec.runtime.server.scheduler.Scheduler.fail_session`).
+        ``serial``: only while it is the session opened as that one (a baseline closing its
+        own: a session opened under its id since, by any client, stays)."""
+        if serial is not None and not self.engine.is_session(session_id, serial):
+            return False
         closed = self._guard(lambda: self._admission.close(session_id, owner))
         self._scheduler.fail_session(session_id, "closed")
         self._counters.num_sessions_closed += closed
@@ -214,24 +221,10 @@ class VerificationService:
             async for chunk in baseline:
                 yield chunk
             return
-        self.open_session(spec, owner, fresh=True)
-        finished = False
-        try:
-            while not finished:
-                tokens = self.engine.session_tokens(spec.session_id)
-                call = VerifyCall(spec.session_id, len(tokens), ())
-                reply = await self.verify(call)
-                if on_prompt_logprobs is not None and reply.outcome.prompt_logprobs is not None:
-                    on_prompt_logprobs(reply.outcome.prompt_logprobs)
-                if on_logprobs is not None and reply.outcome.logprobs:
-                    on_logprobs(reply.outcome.logprobs)
-                finished = reply.outcome.finished
-                if finished:
-                    self.close_session(spec.session_id)
-                yield reply.outcome.committed_token_ids, finished
-        finally:
-            if not finished:
-                self.close_session(spec.session_id)
+        chunks = centralized_generate(self, spec, owner, on_logprobs, on_prompt_logprobs)
+        async with contextlib.aclosing(chunks) as centralized:
+            async for chunk in centralized:
+                yield chunk
 
     async def run_fused(
         self, call: FusedCall, owner: str | None = None
@@ -244,16 +237,21 @@ class VerificationService:
         start = self._guard(lambda: start_fused_run(
             call, owner, self.engine, self._admission.clients, self.config.max_draft_tokens,
             self._draft_factory, self._cloud_only, self._fused_sessions))  # fmt: skip
-        self._fused_sessions.add(session_id)  # on the loop, as the check: nothing between
+        mark = self._fused_sessions[session_id] = object()  # on the loop, as the check
         try:
             run = stream_fused_run(self, call, start, self._window, self._clock, owner)
             async with contextlib.aclosing(run) as rounds:  # its worker stopped before release
                 async for fused_round in rounds:
                     if fused_round.end is not None:  # its worker verifies no more: the
-                        self._fused_sessions.discard(session_id)  # device's next round may
+                        self._end_run(session_id, mark)  # device's next round may
                     yield fused_round
         finally:
-            self._fused_sessions.discard(session_id)
+            self._end_run(session_id, mark)
+
+    def _end_run(self, session_id: str, mark: object) -> None:
+        """The session's fused run ``mark`` over: the next one on it, begun since, stays."""
+        if self._fused_sessions.get(session_id) is mark:
+            del self._fused_sessions[session_id]
 
     def stats(self) -> ServerStats:
         return self._counters.stats(self.engine.counters(), queue_depth=len(self._scheduler.queue))

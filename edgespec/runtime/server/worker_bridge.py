@@ -45,7 +45,9 @@ class SessionHost(Protocol):
 
     def session_serial(self, session_id: str) -> int: ...
 
-    def close_session(self, session_id: str, owner: str | None = None) -> bool: ...
+    def close_session(
+        self, session_id: str, owner: str | None = None, serial: int | None = None
+    ) -> bool: ...
 
 
 class ServiceVerifier:
@@ -73,6 +75,10 @@ class ServiceVerifier:
         """Verify ``session_id``'s rounds only while the session of ``serial`` is open: one
         closed and opened again under its id is another, refused ``NOT_FOUND``."""
         self._serials[session_id] = serial
+
+    def serial_of(self, session_id: str) -> int | None:
+        """The serial ``session_id``'s rounds are bound to (``None``: not bound)."""
+        return self._serials.get(session_id)
 
     def _wait(self, make: Callable[[], Coroutine[Any, Any, _T]], cleanup: bool = False) -> _T:
         """``make()``'s coroutine run on the loop, its result waited for in slices; a
@@ -129,10 +135,13 @@ class ServiceVerifier:
         return await self._service.verify(call, self.owner, in_run=True)
 
     def close(self, session_id: str) -> None:
-        """Close a session it opened; another of that id is another client's, left alone."""
+        """Close a session it opened while it is still that one (its serial); another of
+        that id, there before or opened since, is another client's, left alone."""
         if session_id not in self.opened:
             return
-        self._on_loop(lambda: self._service.close_session(session_id, self.owner), cleanup=True)
+        serial = self.serial_of(session_id)
+        self._on_loop(lambda: self._service.close_session(session_id, self.owner, serial),
+                      cleanup=True)  # fmt: skip
         self.opened.discard(session_id)
 
 
