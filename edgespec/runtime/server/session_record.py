@@ -77,12 +77,15 @@ def evict(s: EngineSession, budget: int) -> bool:
     pass keeps what decides its follow-up, a kept outcome its block, a prefill in parts
     nothing. ``True`` when it held
     KV (an eviction: its next verification re-prefills)."""
-    held, had_kv = held_tokens(s), s.kv is not None
+    had_kv = s.kv is not None
+    # what the waiting pass alone holds, as the same block sent again would: its KV and
+    # its own rows (not the rows kept of the session's last round, which go now)
+    pass_held = s.kv_len + (0 if s.pending is None else pending_rows(s.pending))
     if had_kv:
         s.kv, s.kv_len, s.was_evicted = None, 0, True
     s.prefill_start, s.prefill_rows = None, None  # a prefill in parts starts again
     if s.pending is not None and pending_rows(s.pending):
-        s.pending = without_hidden_rows(s.pending, held, budget)
+        s.pending = without_hidden_rows(s.pending, pass_held, budget)
     if s.last_round is not None and (rows := stored_rows(s)):
         block, outcome = s.last_round
         s.last_round = (block, dataclasses.replace(outcome, target_hidden=None))
