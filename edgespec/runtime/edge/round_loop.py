@@ -73,7 +73,7 @@ or the server is unreachable for now."""
 REPLAYED = frozenset({ErrorCode.ABORTED})
 """Errors after which the round is played again on the same session: the server dropped
 the round's state and committed nothing (a semantic follow-up whose pass lost its
-``return_hidden`` rows under ``kv_budget_tokens``)."""
+``return_hidden`` rows under ``kv_budget_tokens``, or whose verdict failed to commit)."""
 
 
 class RoundLoop:

@@ -61,6 +61,7 @@ from edgespec.runtime.server.session_record import (
     RoundStart,
     RuleFailed,
     rule_failure,
+    settle_failure,
     unrunnable_call,
 )
 from edgespec.runtime.server.verification import EXACT_RULES, AnyRule, Verdict
@@ -142,24 +143,23 @@ class VerificationEngine(SessionTable):
             for (index, s, c, item, part), out in zip(live, outputs, strict=True):
                 results[index] = self._guarded(s, partial(self._settle, s, c, item, out, part))
             for index, s, c in followups:
-                results[index] = self._guarded(s, partial(self._decide_followup, s, c))
+                results[index] = self._guarded(s, partial(self._decide_followup, s, c), c)
             self._enforce_budget({c.session_id for _, _, c, *_ in live})
         return results
 
-    def _guarded(self, s: EngineSession, settle: Callable[[], _Result]) -> _Result:
+    def _guarded(
+        self, s: EngineSession, settle: Callable[[], _Result], followup: VerifyCall | None = None
+    ) -> _Result:
         """``settle()``, ``s``'s share of the batch; one that raises fails that call alone
-        (``INTERNAL``), ``s`` put back as it was before (:class:`RoundStart`), so the other
-        sessions' rounds stand and ``s``'s client can send the same call again."""
+        (:func:`.session_record.settle_failure`), ``s`` put back as it was before
+        (:class:`RoundStart`), so the other sessions' rounds stand."""
         start = RoundStart.of(s)
         try:
             return settle()
         except Exception as exc:
             start.restore(s)
             self._relist(s)
-            why = f"verification failed after the target's pass: {exc!r}"
-            return RequestError(
-                ErrorCode.INTERNAL, str(exc) if isinstance(exc, RuleFailed) else why
-            )
+            return settle_failure(exc, followup)
 
     def _settle(
         self, s: EngineSession, c: VerifyCall, item: ForwardItem, out: ForwardOutput, part: bool

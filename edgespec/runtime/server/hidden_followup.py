@@ -97,6 +97,15 @@ def evicted_followup_error(pending: PendingHidden) -> RequestError:
     )
 
 
+def failed_followup_error(call: VerifyCall, why: str) -> RequestError:
+    """The follow-up ``call`` whose verdict failed to commit (``why``): its waiting pass is
+    dropped with the session's cache, so nothing is committed and the block is to be sent
+    again (``ABORTED``, as after an evicted pass)."""
+    return RequestError(ErrorCode.ABORTED, f"session {call.session_id!r}: {why}, deciding the "
+                        f"follow-up of its block at prefix_len {call.prefix_len}; nothing was "
+                        "committed: send the block again")  # fmt: skip
+
+
 def logit_hidden_rows(item: ForwardItem, out: ForwardOutput) -> npt.NDArray[np.float32]:
     """The target's hidden rows of the pass's logit rows (its last ``num_logits``
     positions): the last rows it returned (every forwarded token's, or with

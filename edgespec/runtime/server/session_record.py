@@ -22,7 +22,12 @@ from edgespec.policies.contracts import PolicyContractError
 from edgespec.runtime.backends.base import KVState
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
-from edgespec.runtime.server.hidden_followup import PendingHidden, pending_rows, without_hidden_rows
+from edgespec.runtime.server.hidden_followup import (
+    PendingHidden,
+    failed_followup_error,
+    pending_rows,
+    without_hidden_rows,
+)
 from edgespec.runtime.server.verification import HiddenStateRule, VerificationRule
 
 
@@ -146,3 +151,13 @@ class RuleFailed(RuntimeError):
 def rule_failure(s: EngineSession, exc: Exception) -> str:
     why = str(exc) if isinstance(exc, PolicyContractError) else repr(exc)  # says its head
     return f"verification rule {s.spec.verification_rule!r} failed: {why}"
+
+
+def settle_failure(exc: Exception, followup: VerifyCall | None) -> RequestError:
+    """A session's share of a batch that raised ``exc`` as it was settled, as its call is
+    answered: ``INTERNAL`` (the same call may be sent again), a ``followup``'s ``ABORTED``
+    (its waiting pass dropped: the block is to be sent again)."""
+    why = f"verification failed after the target's pass: {exc!r}"
+    if followup is not None:
+        return failed_followup_error(followup, why)
+    return RequestError(ErrorCode.INTERNAL, str(exc) if isinstance(exc, RuleFailed) else why)

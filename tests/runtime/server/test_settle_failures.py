@@ -108,7 +108,9 @@ def test_a_follow_up_that_fails_to_commit_fails_alone_and_the_block_is_sent_agai
     target: TransformersTarget, target_model: Any
 ) -> None:
     """An SH follow-up is decided from its kept pass after the batch's passes are settled;
-    its commit raising threw the batch's other committed rounds out too."""
+    its commit raising threw the batch's other committed rounds out too. It is ``ABORTED``
+    (its waiting pass is gone: the drafter replays the round); it was ``INTERNAL``, on which
+    the drafter gives up (a server review)."""
     block = tuple((next_token(target_model, PROMPT) + 1 + j) % 64 for j in range(4))
     backend = SecondCropFails(target)
     engine = _sh_engine(backend)
@@ -121,8 +123,10 @@ def test_a_follow_up_that_fails_to_commit_fails_alone_and_the_block_is_sent_agai
     x, sh = engine.verify_batch([VerifyCall("x", len(PROMPT), block[:1]), followup])
     assert isinstance(x, VerifyOutcome) and len(x.committed_token_ids) >= 1
     assert isinstance(sh, RequestError) and (sh.code, sh.message) == (
-        ErrorCode.INTERNAL,
-        "verification failed after the target's pass: RuntimeError('crop failed')",
+        ErrorCode.ABORTED,
+        "session 'sh': verification failed after the target's pass: RuntimeError('crop "
+        "failed'), deciding the follow-up of its block at prefix_len 5; nothing was "
+        "committed: send the block again",
     )
     assert engine.session_tokens("sh") == PROMPT and engine.session_pending("sh") is None
     backend.armed = False
