@@ -239,8 +239,8 @@ class SessionTable:
             return sum(1 for s in self._sessions.values() if not s.finished)
 
     def counters(self) -> EngineCounters:
-        with self._lock:
-            held = [self._sessions[sid] for sid in self._lru]
+        with self._lock:  # the sessions in a pass hold theirs too (out of the LRU meanwhile)
+            held = [s for s in self._sessions.values() if s.kv is not None]
             return EngineCounters(
                 **self._tally.scalars(),
                 num_cached_tokens=sum(s.kv_len for s in held),

@@ -139,6 +139,23 @@ def test_eos_late_in_the_block_ends_the_session_and_frees_its_cache() -> None:
     assert (engine.counters().num_cached_tokens, engine.counters().num_cached_bytes) == (2, 4)
 
 
+def test_the_cached_tokens_count_the_sessions_in_a_pass() -> None:
+    """``num_cached_tokens`` / ``_bytes`` (Stats, ``edgespec_cached_tokens``) read while a
+    pass runs (Prometheus is scraped on the server's loop meanwhile): the sessions in the
+    pass are out of the LRU but still hold their KV; they were left out (a server review)."""
+    engine, backend, _ = _engine()
+    _open(engine, "s")
+    _open(engine, "other")
+    _verify(engine, "s", (4,), None)
+    _verify(engine, "other", (4, 5), None)
+    before = engine.counters()
+    assert (before.num_cached_tokens, before.num_cached_bytes) == (5, 10)
+    seen = []
+    backend.on_forward = lambda: seen.append(engine.counters())
+    _verify(engine, "s", (6,), None)
+    assert [(c.num_cached_tokens, c.num_cached_bytes) for c in seen] == [(5, 10)]
+
+
 def test_hidden_rows_stop_at_the_token_budget() -> None:
     """Four accepted draft tokens, but a budget of two: only the forwarded positions that
     were committed get rows, so none runs past the committed sequence."""
