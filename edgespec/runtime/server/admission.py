@@ -141,12 +141,12 @@ class Admission:
         (``queued_sessions``: the sessions of the queued calls)."""
         config = self._config
         self.clients.check_owner(call.session_id, owner)
-        self._engine.validate(call, config.max_draft_tokens)
-        if call.session_id in in_flight:
-            raise RequestError(
+        if call.session_id in in_flight:  # before the session's state, which its
+            raise RequestError(  # verification may be committing meanwhile
                 ErrorCode.FAILED_PRECONDITION,
                 f"session {call.session_id!r} already has a verification in flight",
             )
+        self._engine.validate(call, config.max_draft_tokens)
         queued = list(queued_sessions)
         self.clients.check_queue_share(call.session_id, queued)
         if len(queued) >= config.max_queue_depth:

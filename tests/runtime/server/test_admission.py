@@ -94,13 +94,17 @@ def test_refusals_in_the_order_they_are_checked() -> None:
         ErrorCode.PERMISSION_DENIED,
         "session 's' belongs to another client",
     )
-    assert _refusal(admission, VerifyCall("s", 5, (4,)), in_flight={"s"}) == (
+    # in flight, even with a bad prefix: the session's state may be changing under its
+    # verification's commit (it was read first: INVALID_ARGUMENT, prefix_len ... does not
+    # match, where the docs say "in flight"; a server review)
+    for in_flight_call in (VerifyCall("s", 5, (4,)), call):
+        assert _refusal(admission, in_flight_call, in_flight={"s"}) == (
+            ErrorCode.FAILED_PRECONDITION,
+            "session 's' already has a verification in flight",
+        )
+    assert _refusal(admission, VerifyCall("s", 5, (4,))) == (
         ErrorCode.INVALID_ARGUMENT,
         "prefix_len 5 does not match session 's', which has 1 committed tokens",
-    )
-    assert _refusal(admission, call, in_flight={"s"}, queued_sessions=["s", "t"]) == (
-        ErrorCode.FAILED_PRECONDITION,
-        "session 's' already has a verification in flight",
     )
     assert _refusal(admission, call, queued_sessions=["s", "t"]) == (
         ErrorCode.RESOURCE_EXHAUSTED,
