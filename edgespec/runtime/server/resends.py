@@ -55,14 +55,13 @@ def take_over(entries: Iterable[QueueEntry], call: VerifyCall) -> QueueEntry | N
 
 class LeftCalls:
     """Per session, the last call its caller left queued or between prefill parts (one a
-    session at most; forgotten when the session closes or a call of it is admitted).
+    session at most; forgotten when the session closes or a call of it is queued).
     ``serial_of``: the serial of the open session of an id."""
 
-    __slots__ = ("_left", "_parts_s", "_serial_of")
+    __slots__ = ("_left", "_serial_of")
 
     def __init__(self, serial_of: Callable[[str], int]) -> None:
         self._left: dict[str, QueueEntry] = {}
-        self._parts_s: dict[str, float] = {}  # a resumed call's earlier parts' passes
         self._serial_of = serial_of
 
     def left(self, entry: QueueEntry) -> None:
@@ -70,24 +69,30 @@ class LeftCalls:
 
     def forget(self, session_id: str) -> None:
         self._left.pop(session_id, None)
-        self._parts_s.pop(session_id, None)
 
-    def parts_s(self, session_id: str) -> float:
-        """The passes of the earlier prefill parts of the call :meth:`arrival_kept` last
-        resumed for ``session_id`` (0: none), told once."""
-        return self._parts_s.pop(session_id, 0.0)
+    def _sent_before(self, call: VerifyCall) -> QueueEntry | None:
+        """The entry ``call`` sends again to the same session, left by its caller."""
+        left = self._left.get(call.session_id)
+        if left is None or left.serial != self._serial_of(call.session_id):
+            return None
+        return left if same_request(call, left.call) else None
 
     def arrival_kept(self, pending: PendingVerification, call: VerifyCall) -> PendingVerification:
         """``pending`` (``call`` admitted) with the arrival and deadline of its earlier
-        sending, when its caller left it and ``call`` sends it again to the same session."""
-        left = self._left.pop(call.session_id, None)
-        if left is None or left.serial != self._serial_of(call.session_id):
-            return pending
-        if not same_request(call, left.call):
+        sending, when its caller left it and ``call`` sends it again to the same session
+        (kept until ``call`` is queued: :meth:`queued`)."""
+        left = self._sent_before(call)
+        if left is None:
             return pending
         earlier = left.pending
-        self._parts_s[call.session_id] = left.parts_s
         return replace(pending, enqueued_s=earlier.enqueued_s, deadline_s=earlier.deadline_s)
+
+    def queued(self, call: VerifyCall) -> float:
+        """``call`` is queued: what its session's caller left is forgotten; the passes of
+        the earlier prefill parts of the call it sends again (0: none)."""
+        left = self._sent_before(call)
+        self._left.pop(call.session_id, None)
+        return 0.0 if left is None else left.parts_s
 
 
 def still_waiting(taken: list[QueueEntry], now_s: float, left: LeftCalls) -> list[QueueEntry]:

@@ -92,7 +92,7 @@ class Scheduler:
         serial = self._engine.session_serial(call.session_id)
         self._groups.hold(pending.entry_id, pending.client_id, call)
         expires_s = self._expiry(time_left_s)
-        parts_s = self.left_calls.parts_s(call.session_id)  # a resumed call's parts so far
+        parts_s = self.left_calls.queued(call)  # a resumed call's parts so far
         self.queue[pending.entry_id] = QueueEntry(pending, call, serial, future, False, expires_s,
                                                   parts_s)  # fmt: skip
         self._wake.set()

@@ -181,13 +181,13 @@ class VerificationService:
                 call, owner, queued, scheduler.in_flight, entry_id, self._clock()
             )
             self._next_id = entry_id
-            kept = scheduler.left_calls.arrival_kept(pending, call)  # a resend keeps its place
-            self._counters.num_resent += kept is not pending
-            return kept
+            return pending
 
-        pending = self._guard(check)
-        # a group's refusal too
+        admitted = self._guard(check)
+        pending = scheduler.left_calls.arrival_kept(admitted, call)  # a resend keeps its place
+        # a group's refusal too (the place kept for a resend then)
         future = self._guard(lambda: scheduler.enqueue(pending, call, time_left_s))
+        self._counters.num_resent += pending is not admitted
         return await scheduler.wait(pending.entry_id, future)
 
     async def generate(

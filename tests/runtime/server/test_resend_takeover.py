@@ -195,6 +195,47 @@ def test_a_resend_after_its_caller_left_the_queue_keeps_its_arrival(
     assert resent_count == 1  # edgespec_resent_verifications_total
 
 
+def test_a_resend_refused_by_its_group_check_keeps_the_place_for_the_next(
+    target: TransformersTarget,
+) -> None:
+    """As above, but b is first sent again announcing another count than its client's held
+    group (refused, nothing queued): b's place stays for its next resend, which still runs
+    before c. The refused resend took the place with it (b then ran last)."""
+
+    async def scenario() -> list[Any]:
+        backend = GatedTarget(target)
+        engine = VerificationEngine(backend)
+        config = from_dict(ServerConfig, {"max_batch_size": 1, "group_wait_s": 0.2})
+        service = VerificationService(engine, config, FcfsBatching())
+        for sid, client in (("a", "a"), ("b", "x"), ("c", "c"), ("d", "x")):
+            service.open_session(SessionSpec(sid, client, PROMPT, GREEDY))
+        await service.start()
+        a = asyncio.ensure_future(service.verify(VerifyCall("a", N, (20, 18))))
+        assert await asyncio.to_thread(backend.entered.wait, 10)
+        b_call = VerifyCall("b", N, (20,))
+        first = asyncio.ensure_future(service.verify(b_call))
+        await asyncio.sleep(0.1)
+        c = asyncio.ensure_future(service.verify(VerifyCall("c", N, (20, 18, 3))))
+        await asyncio.sleep(0.1)
+        first.cancel()
+        held = VerifyCall("d", N, (1, 2), batch_id="g", batch_calls=2)
+        d = asyncio.ensure_future(outcome(service.verify(held)))
+        await asyncio.sleep(0.05)
+        grouped = dataclasses.replace(b_call, batch_id="g", batch_calls=3)
+        refused = await outcome(service.verify(grouped))
+        resent = asyncio.ensure_future(outcome(service.verify(b_call)))
+        await asyncio.sleep(0.05)
+        backend.gate.set()
+        results = [refused, await resent, await c, await a, await d, backend.passes]
+        await service.stop()
+        return results
+
+    refused, resent, _, _, _, passes = asyncio.run(scenario())
+    assert isinstance(refused, RequestError) and refused.code is ErrorCode.INVALID_ARGUMENT
+    assert passes == [[N + 2], [N + 1], [N + 3], [N + 2]]  # a, b, c, then d's group released
+    assert isinstance(resent, VerifyReply) and resent.queue_s >= 0.3
+
+
 def test_a_semantic_sh_first_call_sent_again_gets_its_hidden_state_request_again(
     target: TransformersTarget, target_model: Any
 ) -> None:
