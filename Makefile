@@ -47,15 +47,16 @@ MYPY_CACHE ?= $(HOME)/.cache/edgespec/mypy
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --cache-dir "$(MYPY_CACHE)" edgespec tests benchmarks examples
 
-# three workers on the two cores (much of the suite waits: servers starting, timeouts running
-# out; on two workers `/usr/bin/time` counted 509 CPU s in 391 s, the cores 65 % busy), a test
-# file each at a time, the longest files first (tests/conftest.py); a
+# four workers on the two cores (much of the suite waits: servers starting, timeouts running
+# out; on two workers `/usr/bin/time` counted 509 CPU s in 391 s, the cores 65 % busy; the
+# whole suite run back to back on an idle machine took 443 s on three workers, 375 s on four),
+# a test file each at a time, the longest files first (tests/conftest.py); a
 # worker that a test's timeout ends (pyproject.toml) is replaced once, so a test that hangs
 # fails the run in minutes with every thread's stack instead of holding it
 # PYTHONDONTWRITEBYTECODE emptied: where the environment sets it, every worker and every
 # `edgespec` the tests start would compile the package and rewrite the tests afresh.
 unit: $(STAMP)
-	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest -q -n 3 --dist loadfile --no-loadscope-reorder \
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest -q -n 4 --dist loadfile --no-loadscope-reorder \
 		--max-worker-restart 1
 
 # lint, mypy and the test workers on two cores: lint and mypy start first, the tests when

@@ -11,7 +11,7 @@ import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 """One torch thread per process (the runtime's tests also set it in-process): `make test`
-runs three workers on two cores, and every worker or `edgespec` process the tests start
+runs four workers on two cores, and every worker or `edgespec` process the tests start
 would otherwise run one thread per core, each stealing the other's core (a tenth of the
 run's wall time on the 2-core machine). Set it before the run to choose otherwise."""
 
@@ -39,7 +39,7 @@ LONGEST_FIRST = (
     "tests/sweeps/test_ray_executor.py",
 )
 """The test files that take longest (``pytest --durations``), in that order. `make test`
-spreads files over three workers (pytest-xdist, ``--dist loadfile``), each taking the next
+spreads files over four workers (pytest-xdist, ``--dist loadfile``), each taking the next
 file when it is done: started first, these do not leave one worker running alone at the
 end. Order only; every test runs either way."""
 
