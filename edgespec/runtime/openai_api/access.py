@@ -121,6 +121,6 @@ def add_access(app: FastAPI, access: Access) -> None:
             CORSMiddleware,
             allow_origins=list(access.allowed_origins),
             allow_methods=["GET", "HEAD", "POST"],
-            allow_headers=["Authorization", "Content-Type"],
+            allow_headers=["*"],  # OpenAI's JS client sends X-Stainless-* headers too
             max_age=600,
         )

@@ -103,12 +103,13 @@ def test_the_probes_and_metrics_need_no_key(keyed: ApiThread) -> None:
 
 
 def test_a_browser_preflight_is_answered_for_the_origins_given(keyed: ApiThread) -> None:
-    asks = {"Access-Control-Request-Method": "POST",
-            "Access-Control-Request-Headers": "authorization, content-type"}  # fmt: skip
+    sends = "authorization, content-type, x-stainless-os"
+    asks = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": sends}
     path = "/v1/chat/completions"
     status, _, headers = _call(keyed, path, "OPTIONS", headers={"Origin": PAGE, **asks})
     assert (status, headers["Access-Control-Allow-Origin"]) == (200, PAGE)
-    assert "authorization" in headers["Access-Control-Allow-Headers"].lower()
+    allowed = headers["Access-Control-Allow-Headers"].lower()
+    assert "authorization" in allowed and "x-stainless-os" in allowed  # OpenAI's JS client
     elsewhere = {"Origin": "http://elsewhere.example", **asks}
     status, _, headers = _call(keyed, path, "OPTIONS", headers=elsewhere)
     assert status == 400 and "Access-Control-Allow-Origin" not in headers
