@@ -226,6 +226,22 @@ class Watched:
         self._watch.tell(self._index, None)
         return reply
 
+    def generate(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        """The client's server-side decoding (a centralized request's), told as
+        :meth:`verify`: its first chunk that the server answered, a failure before or after
+        it (one past its deadline tells nothing)."""
+        told = False
+        try:
+            for chunk in self._inner.generate(*args, **kwargs):
+                if not told:
+                    self._watch.tell(self._index, None)
+                    told = True
+                yield chunk
+        except RequestError as exc:
+            if not exc.past_deadline:
+                self._watch.tell(self._index, exc)
+            raise
+
     def close(self, session_id: str) -> None:
         self._told(self._inner.close, session_id)
 
