@@ -180,6 +180,11 @@ class Admission(Line):
                        f"(--openai-max-concurrent {self.limits.max_running}, "
                        f"--openai-max-queued {self.limits.max_queued})")  # fmt: skip
         await self._take()
+
+    def started(self) -> None:
+        """A generation started on the worker :meth:`acquire` gave: counted admitted (one
+        that got a worker and then no generation, the endpoint stopping or its client gone,
+        is not: it ends in no outcome either)."""
         self.admitted_total += 1
 
     @property

@@ -177,6 +177,7 @@ async def _complete(
     try:
         lines.in_flight.check_open()  # 503: the endpoint is stopping
         running = Running(work, admission.executor, release)
+        admission.started()
     except BaseException:
         release()
         raise
