@@ -58,6 +58,7 @@ class Ledger:
         self.first_token_s: float | None = None
         self._on_tokens = on_tokens
         self.ended_here = False  # on_tokens said the output ends (a stop sequence)
+        self.finished = False  # a committed round ended the request (its output is whole)
         self._feature = feature
         self.clock = clock
 
@@ -107,7 +108,8 @@ class Ledger:
                 fused=fused,
             )
         )
-        return outcome.finished or self.ended_here
+        self.finished |= outcome.finished or self.ended_here
+        return self.finished
 
     def _observe(self, outcome: VerifyOutcome) -> float:
         """Hand a feature draft the verification's hidden rows; the time it took."""

@@ -141,6 +141,8 @@ class RoundLoop:
                     self.sampling, self.rng, network_s, clock, stop, upload, self.shaping,
                 )  # fmt: skip
             except RequestError as exc:
+                if ledger.finished:  # a fused run's last round committed, then its stream
+                    break  # failed: the output is whole (reopening would decode past its end)
                 decision = None  # the policy is asked again for the round that did not run
                 self._recover(exc, sent, watch)
                 continue

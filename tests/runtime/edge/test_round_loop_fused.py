@@ -8,6 +8,9 @@ ends with a plain target step (15)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import replace
+
 import pytest
 
 from edgespec.core.types import RoundRecord, SamplingParams
@@ -16,7 +19,7 @@ from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.runtime.edge.drafter import DraftOptions, GenerationResult, generate
 from edgespec.runtime.edge.ledger import Ledger
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import FusedCall, FusedRunEnd, SessionSpec
+from edgespec.runtime.messages import FusedCall, FusedRound, FusedRunEnd, SessionSpec
 from tests.runtime.round_fakes import (
     Clock,
     Drafter,
@@ -156,3 +159,37 @@ def test_the_ledger_streams_and_times_only_committed_tokens() -> None:
     assert ledger.history.observation(2.0) == WindowObservation(
         4, 1 / 1, 0, 2, 1.0, None, False, pair="p"
     )
+
+
+class _LostAfterItsEnd(FusedVerifier):
+    """A run whose one round commits 6 7 8 9 10 and ends the request (an EOS with budget
+    left when ``eos``, else the budget reached), then its stream fails as a server killed
+    before the call's status would."""
+
+    def __init__(self, clock: Clock, eos: bool) -> None:
+        super().__init__(clock)
+        self.eos = eos
+
+    def run_fused(self, call: FusedCall) -> Iterator[FusedRound]:
+        output, spec = self.sessions[call.session_id]
+        reply = self.verdict(spec, output, call.prefix_len, (6, 7, 8, 9))
+        if self.eos:  # token 10 is the target's EOS here
+            reply = replace(reply, outcome=replace(reply.outcome, finished=True))
+        assert reply.outcome.finished and reply.outcome.committed_token_ids == (6, 7, 8, 9, 10)
+        end = FusedRunEnd(None, HistorySnapshot((), 1, 4, 4, 5, 0, 0.0, True, None, ()))
+        yield FusedRound(4, (6, 7, 8, 9), 0.5, reply, end)
+        raise RequestError(ErrorCode.UNAVAILABLE, "Socket closed")
+
+
+@pytest.mark.parametrize("eos", [True, False], ids=["eos", "budget"])
+def test_a_run_lost_after_its_last_round_ended_the_request_is_whole(eos: bool) -> None:
+    """The loop dropped the run's finished round and reconnected: after an EOS it decoded on
+    past it (output 6..15), at the budget it failed (ValueError: max_new_tokens 0). An edge
+    review found it."""
+    clock = Clock()
+    verifier = _LostAfterItsEnd(clock, eos)
+    sampling = SamplingParams(temperature=0.0, max_new_tokens=10 if eos else 5)
+    result = generate(verifier, Drafter(clock, wrong_at=99), PROMPT, sampling, OPTIONS,
+                      window=Recording([FUSED]), clock=clock)  # fmt: skip
+    assert (result.output_token_ids, result.num_reconnects) == ((6, 7, 8, 9, 10), 0)
+    assert [spec.session_id for spec in verifier.specs] == ["s"]  # nothing reopened
