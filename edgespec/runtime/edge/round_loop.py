@@ -143,11 +143,20 @@ class RoundLoop:
             except RequestError as exc:
                 if ledger.finished:  # a fused run's last round committed, then its stream
                     break  # failed: the output is whole (reopening would decode past its end)
+                watch.committed(len(ledger.output))  # a fused run's rounds are progress too
                 decision = None  # the policy is asked again for the round that did not run
-                self._recover(exc, sent, watch)
+                self._recover(exc, self._last_heard(sent), watch)
                 continue
             finished = self._commit(decision, played)
             decision = None
+
+    def _last_heard(self, sent: float) -> float:
+        """When the failed round last sent or received: its start ``sent``, its last resend,
+        or a fused run's last round to arrive (the retry window counts from there, not from
+        a long run's or a resent round's start)."""
+        rounds = self.ledger.rounds
+        arrived = rounds[-1].end_s if rounds else sent
+        return max(sent, self.resent_s or sent, arrived)
 
     def _commit(self, decision: WindowDecision, played: PlayedRound) -> bool:
         """Record a distributed round; True when the generation is finished."""
@@ -195,10 +204,11 @@ class RoundLoop:
     def _recover(self, exc: RequestError, sent: float, watch: ProgressWatch) -> None:
         """Let the round be played again after ``exc``: on the same session when the server
         aborted it, else on the lost session reopened; an error that is neither, or came
-        after ``retry_timeout_s``, is raised again (the session closed first, unless lost
-        or the server unreachable: its KV would wait for the server's idle timeout; a call
-        past its deadline, ``UNAVAILABLE``, may have reached a server busy with its pass, a
-        long prompt's first, say, that holds it)."""
+        ``retry_timeout_s`` after ``sent`` (the round's last sending or arrival), is raised
+        again (the session closed first, unless lost or the server unreachable: its KV would
+        wait for the server's idle timeout; a call past its deadline, a fused run's next
+        round not come in time too, ``UNAVAILABLE``, may have reached a server busy with its
+        pass, a long prompt's first, say, that holds it)."""
         options, clock = self.options, self.clock
         if isinstance(exc, NoProgress):  # resends ran out (verify): the session is closed
             raise exc

@@ -14,7 +14,7 @@ import grpc
 
 from edgespec.errors import UserInputError
 from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S
-from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.errors import DEADLINE_EXCEEDED, ErrorCode, RequestError
 from edgespec.runtime.messages import (
     FusedCall,
     FusedRound,
@@ -287,9 +287,9 @@ class RemoteVerifier:
                     yield chunk
             except grpc.RpcError as exc:
                 if deadline.fired:
-                    raise RequestError(ErrorCode.UNAVAILABLE, f"no chunk from the server within "
-                                       f"{self._timeout_s:g} s: the stream was "
-                                       "cancelled") from exc  # fmt: skip
+                    raise RequestError(ErrorCode.UNAVAILABLE, f"{DEADLINE_EXCEEDED}: no chunk "
+                                       f"from the server within {self._timeout_s:g} s: the "
+                                       "stream was cancelled") from exc  # fmt: skip
                 raise self._failure(exc) from exc
             finally:
                 call.cancel()  # a no-op once the stream ended; else the server stops
