@@ -32,19 +32,34 @@ LOCAL_CANCEL_DETAILS = "Locally cancelled by application!"
 
 RECEIVED_TOO_LARGE = re.compile(r"CLIENT: Received message larger than max \((\d+) vs\. (\d+)\)")
 """gRPC's details of a reply over the client's own receive limit (``RESOURCE_EXHAUSTED``):
-the reply's bytes and the limit (a request over the server's is ``SERVER: Received ...``)."""
+the reply's bytes and the limit (a request over the server's is :data:`SENT_TOO_LARGE`)."""
+
+SENT_TOO_LARGE = re.compile(r"SERVER: Received message larger than max \((\d+) vs\. (\d+)\)")
+"""gRPC's details of a request over the server's receive limit (``RESOURCE_EXHAUSTED``)."""
+
+
+def _over_server_limit(num_bytes: int, limit: int) -> RequestError:
+    """A request the server's gRPC refused for its size: no retry makes it fit (it was a
+    ``RESOURCE_EXHAUSTED``, which the endpoint answers 429, retry later)."""
+    return RequestError(ErrorCode.INVALID_ARGUMENT, f"the request is {num_bytes} bytes, over the "
+                        f"server's max_message_bytes ({limit}): shorten the prompt or the draft "
+                        "block, or raise the server's max_message_bytes")  # fmt: skip
 
 
 def to_request_error(exc: grpc.RpcError) -> RequestError:
     """A call's gRPC failure as the :class:`RequestError` of the same code; a deadline
     exceeded, and a ``CANCELLED`` the client did not ask for (the server stopping), are
-    ``UNAVAILABLE``; a reply over the client's own message limit, :class:`ReplyTooLarge`;
-    a status the runtime has no code for, ``INVALID_ARGUMENT`` naming it."""
+    ``UNAVAILABLE``; a reply over the client's own message limit, :class:`ReplyTooLarge`, a
+    request over the server's, ``INVALID_ARGUMENT`` naming its limit; a status the runtime
+    has no code for, ``INVALID_ARGUMENT`` naming it."""
     code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
     details = exc.details() if hasattr(exc, "details") else str(exc)
     too_large = RECEIVED_TOO_LARGE.search(details or "")
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and too_large is not None:
         return ReplyTooLarge(int(too_large.group(1)), int(too_large.group(2)))
+    sent = SENT_TOO_LARGE.search(details or "")
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and sent is not None:
+        return _over_server_limit(int(sent.group(1)), int(sent.group(2)))
     if code == grpc.StatusCode.CANCELLED and details != LOCAL_CANCEL_DETAILS:
         said = "" if details in ("", code.name) else f": {details}"
         return RequestError(ErrorCode.UNAVAILABLE, f"the server cancelled the call "

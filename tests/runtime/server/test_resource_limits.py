@@ -4,6 +4,7 @@ context limits, protocol versions, cancelled verifications."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from typing import Any
 
@@ -94,8 +95,13 @@ def test_session_and_message_limits(make_server: ServerFactory) -> None:
     huge = VerifyCall("c", len(PROMPT), (1,) * 4, np.full((4, 200), 0.005, np.float32))
     with pytest.raises(RequestError) as info:
         verifier.verify(huge)
-    assert info.value.code is ErrorCode.RESOURCE_EXHAUSTED
-    assert "Received message larger than max" in info.value.message
+    # the server's gRPC refuses it (RESOURCE_EXHAUSTED); the client says what no retry fixes
+    assert info.value.code is ErrorCode.INVALID_ARGUMENT
+    assert re.fullmatch(
+        r"the request is \d{4} bytes, over the server's max_message_bytes \(2048\): shorten "
+        r"the prompt or the draft block, or raise the server's max_message_bytes",
+        info.value.message,
+    ), info.value.message
     assert verifier.health()  # still up
     assert grpc.StatusCode.RESOURCE_EXHAUSTED.name == "RESOURCE_EXHAUSTED"
     assert pb.MODE_FUSED == 1
