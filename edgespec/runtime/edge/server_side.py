@@ -73,7 +73,8 @@ def resumed_chunks(
     log-probabilities to ``on_logprobs`` first, the prompt's, when ``spec`` asks, to
     ``on_prompt_logprobs`` before the first chunk), its first asked again while the server is
     unreachable (``retry_s``: for the first open, then for a resumed stream, the
-    generation's ``retry_timeout_s``; ``cancel`` set ends those retries), gone on after a
+    generation's ``retry_timeout_s``, no longer than is left of ``budget``'s time; ``cancel``
+    set ends those retries), gone on after a
     :data:`~edgespec.runtime.edge.round_loop.RECOVERABLE` error once the stream has
     streamed: a new stream (``<session>#r<k>.1``) from every committed token, the server's
     own error raised once ``budget`` (its reconnects in a row and its seconds without a
@@ -101,10 +102,11 @@ def resumed_chunks(
             if exc.code not in RECOVERABLE or not (streamed or reconnects) or left <= 0:
                 raise
             watch.reconnect(exc)
+            open_retry_s = min(retry_s[1], watch.remaining_s())  # within the progress budget
             if on_reconnect is not None:
-                on_reconnect(exc, len(output), retry_s[1])
+                on_reconnect(exc, len(output), open_retry_s)
         finally:
             chunks.close()
         reconnects += 1
         session_id = reconnect_session_id(spec.session_id, reconnects, 1)
-        current, open_retry_s = resumed_spec(spec, output, session_id), retry_s[1]
+        current = resumed_spec(spec, output, session_id)

@@ -99,3 +99,18 @@ def test_the_progress_budget_bounds_the_reconnects_without_a_token() -> None:
     with pytest.raises(NoProgress, match="2 reconnects"):
         _run(server, ProgressBudget(max_reconnects=2, timeout_s=1e9))
     assert len(server.asked) == 3
+
+
+def test_a_resumed_streams_retries_end_with_the_progress_budget() -> None:
+    """The server gone for good after two tokens: a resumed stream's first chunk was asked
+    for over the whole --retry-timeout-s (5 s), past the 3 s progress budget (it gave up at
+    7 s, saying 3). Each failed call takes 1 s of the clock here."""
+    server = CuttingServer(after=[1, *[0] * 50], cuts=[DOWN] * 51)
+    heard: list[float] = []
+    chunks = resumed_chunks(server, SPEC, False, 1, None, server.clock, (0.0, 5.0),
+                            ProgressBudget(max_reconnects=5, timeout_s=3.0),
+                            on_reconnect=lambda e, n, s: heard.append(s))  # fmt: skip
+    with pytest.raises(NoProgress, match="gave up after 3 s without a committed token"):
+        list(chunks)
+    assert server.clock.t <= 5.0  # the last token at 1 s
+    assert heard == [3.0]  # the window told: what the budget leaves
