@@ -81,7 +81,9 @@ def routed_verifier(
             for verifier in verifiers:
                 verifier.check_credentials()
         raise
-    told = described(config.servers, verifiers)
+    answered = [i for i in range(len(verifiers)) if i not in choice.unreachable]  # not a hung
+    told = described(tuple(config.servers[i] for i in answered),  # one's whole call timeout
+                     tuple(verifiers[i] for i in answered))  # fmt: skip
     check_one_model(told, why)
     _say_routed(config, verifiers, choice)
     index = choice.server_index
