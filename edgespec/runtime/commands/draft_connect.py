@@ -61,8 +61,8 @@ def routed_verifier(
     import numpy as np
 
     from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S
-    from edgespec.runtime.edge.routing import route, route_retrying
-    from edgespec.runtime.errors import ErrorCode, RequestError
+    from edgespec.runtime.edge.routing import NoRoute, route, route_retrying
+    from edgespec.runtime.errors import ErrorCode
     from edgespec.runtime.openai_api.server_facts import check_one_model, described
     from edgespec.runtime.wire.drafter_clients import drafter_clients
 
@@ -76,10 +76,11 @@ def routed_verifier(
                                             retry_timeout_s, RETRY_BACKOFF_S)  # fmt: skip
         else:
             choice, left_s = route(verifiers, routing, rng), 0.0
-    except RequestError as exc:
-        if exc.code is ErrorCode.UNAUTHENTICATED:  # every server refused: the first says so
-            for verifier in verifiers:
-                verifier.check_credentials()
+    except NoRoute as exc:  # a server refusing the token says so, the others down or not
+        refusal = next(((i, f) for i, f in exc.failures.items()
+                        if f.code is ErrorCode.UNAUTHENTICATED), None)  # fmt: skip
+        if refusal is not None:
+            raise verifiers[refusal[0]].token_refused(refusal[1]) from None
         raise
     answered = [i for i in range(len(verifiers)) if i not in choice.unreachable]  # not a hung
     told = described(tuple(config.servers[i] for i in answered),  # one's whole call timeout

@@ -170,21 +170,34 @@ def route(
     refusal (:func:`_none_took`); :class:`Cancelled` once ``cancel`` is set."""
     loads, failed = _polled(servers, timeout_s, cancel, known_down)
     if not loads:
-        raise _none_took(list(failed.values()))
+        raise _none_took(failed)
     view = LoadView(loads)
     chosen = check_route(policy, policy.route(view, rng), view)
     return RouteChoice(chosen, tuple(loads), tuple(failed), tuple(failed.values()))
 
 
-def _none_took(failures: list[RequestError]) -> RequestError:
-    """The error of a route no server took: ``UNAVAILABLE`` while one of them may come back
-    (asked again); when every one refused the call (the client's token, say: waiting does
-    not change that), the first refusal's code, at once."""
+class NoRoute(RequestError):
+    """A route no server took; ``failures``: each server's failure, by its index."""
+
+    def __init__(self, code: ErrorCode, message: str, failures: dict[int, RequestError]) -> None:
+        super().__init__(code, message)
+        self.failures = failures
+
+
+def _none_took(failed: dict[int, RequestError]) -> NoRoute:
+    """The error of a route no server took (``failed``: each one's failure): ``UNAVAILABLE``
+    while one of them may come back (asked again), naming a refusal among them (a token a
+    server does not take is not an outage); when every one refused the call (the client's
+    token, say: waiting does not change that), the first refusal's code, at once."""
+    failures = list(failed.values())
     refused = [exc for exc in failures if exc.code is not ErrorCode.UNAVAILABLE]
     none = f"none of the {len(failures)} servers"
-    if len(refused) < len(failures) or not refused:
-        return RequestError(ErrorCode.UNAVAILABLE, f"{none} answered a Stats call")
-    return RequestError(refused[0].code, f"{none} took a Stats call: {refused[0].message}")
+    if not refused:
+        return NoRoute(ErrorCode.UNAVAILABLE, f"{none} answered a Stats call", failed)
+    if len(refused) < len(failures):
+        return NoRoute(ErrorCode.UNAVAILABLE, f"{none} took a Stats call: {len(refused)} "
+                       f"refused it ({refused[0]}), the others did not answer", failed)  # fmt: skip
+    return NoRoute(refused[0].code, f"{none} took a Stats call: {refused[0].message}", failed)
 
 
 def route_retrying(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
+import numpy as np
 import pytest
 
 import edgespec.runtime.wire.drafter_clients as drafter_clients
@@ -56,3 +57,39 @@ def test_a_server_routing_left_out_is_not_asked_its_health(
         "edgespec draft: server b:1 did not answer",
         "edgespec draft: jsq routed to a:1 (queue 0, sessions 0)",
     ]
+
+
+class _RefusesToken(_Server):
+    def stats(self, timeout_s: float | None = None) -> ServerStats:
+        self.asked.append("Stats")
+        raise RequestError(ErrorCode.UNAUTHENTICATED, "invalid auth token")
+
+    def token_refused(self, exc: RequestError) -> Exception:
+        return RuntimeError(f"--auth-token: the server a:1 does not take it ({exc})")
+
+
+def test_a_token_refused_while_the_other_servers_are_down_is_said(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It was ``UNAVAILABLE: none of the 2 servers answered a Stats call``: the server that
+    refused the token answered, and that is what the user must fix."""
+    clients: Any = lambda config: (_RefusesToken(True), _Server(False))  # noqa: E731
+    monkeypatch.setattr(drafter_clients, "drafter_clients", clients)
+    config = types.SimpleNamespace(
+        servers=("a:1", "b:1"), routing=types.SimpleNamespace(name="jsq")
+    )
+    with pytest.raises(RuntimeError, match=r"^--auth-token: the server a:1 does not take it "):
+        routed_verifier(config, JoinShortestQueueRouting(), 0.0)
+
+
+def test_the_route_error_names_a_refusal_among_the_servers_down() -> None:
+    from edgespec.runtime.edge.routing import route
+
+    servers = (_RefusesToken(True), _Server(False))
+    with pytest.raises(RequestError) as info:
+        route(servers, JoinShortestQueueRouting(), np.random.default_rng(0))
+    assert (info.value.code, info.value.message) == (
+        ErrorCode.UNAVAILABLE,
+        "none of the 2 servers took a Stats call: 1 refused it (UNAUTHENTICATED: invalid auth "
+        "token), the others did not answer",
+    )
