@@ -229,12 +229,12 @@ def _say(line: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the load; a refused input is one line, exit 2, and a server that refuses the
-    bench's own calls (health, vocabulary, metrics, the check) one line, exit 1, as ``edgespec
-    draft`` says it. SIGTERM stops it as Ctrl-C does: its client processes and its own server
-    stopped, one line (``terminated``, ``interrupted``), exit 143 (130). These lines begin
-    ``edgespec bench serve:``, as its progress lines and argparse's usage errors do (a refused
-    input's, from :func:`edgespec.cli.main`)."""
+    """Run the load; a refused input is one line, exit 2 (a Prometheus page that cannot be
+    read too), and a server that refuses the bench's own calls (health, vocabulary, the
+    check) one line, exit 1, as ``edgespec draft`` says it. SIGTERM stops it as Ctrl-C
+    does: its client processes and its own server stopped, one line (``terminated``,
+    ``interrupted``), exit 143 (130). These lines begin ``edgespec bench serve:``, as its
+    progress lines and usage errors do (a refused input's, from :func:`edgespec.cli.main`)."""
     from edgespec.runtime.errors import RequestError
 
     try:  # SIGTERM and Ctrl-C are cli.main's, its processes stopped on the way out

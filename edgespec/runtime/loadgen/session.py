@@ -167,15 +167,15 @@ class BenchSession:
 
         args = self._args
         texts = prompt_texts(args.prompts)  # before the server: a set it cannot read fails first
-        if args.server is None:  # its max_draft_tokens is the config's: before it starts
-            from edgespec.runtime.server.config import ServerConfig
+        try:  # a stop while its own server starts stops that server too
+            if args.server is None:  # its max_draft_tokens is the config's: before it starts
+                from edgespec.runtime.server.config import ServerConfig
 
-            check_gamma(self._load.gamma, ServerConfig().max_draft_tokens, modes)
-            self._access = ServerAccess(self._start_server())
-        else:
-            self._access = ServerAccess(args.server, args.auth_token, args.tls_ca,
-                                        args.tls_server_name)  # fmt: skip
-        try:
+                check_gamma(self._load.gamma, ServerConfig().max_draft_tokens, modes)
+                self._access = ServerAccess(self._start_server())
+            else:
+                self._access = ServerAccess(args.server, args.auth_token, args.tls_ca,
+                                            args.tls_server_name)  # fmt: skip
             with self._access.connected(timeout_s=10.0) as client:
                 vocab_size = int(client.vocab_size())
                 check_gamma(self._load.gamma, client.max_draft_tokens(), modes)
