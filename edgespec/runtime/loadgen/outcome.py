@@ -12,13 +12,15 @@ from edgespec.runtime.loadgen.messages import Failed, Finished
 class FaultEvent:
     """A fault as applied: when (seconds after the start), what, and how long the server
     took to come back (restarts); ``due_s``: when ``--faults`` asked for it (a fault due
-    while a restart runs is applied once it ends)."""
+    while a restart runs is applied once it ends); ``waited_s``: how long a restart waited
+    for a request mid-generation to interrupt."""
 
     kind: str
     at_s: float
     detail: str
     restart_s: float | None = None
     due_s: float | None = None
+    waited_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from typing import Any
 from edgespec.metrics.summary import plain, summarize
 from edgespec.metrics.types import LatencyStats, SloClassStats, SystemMetrics
 from edgespec.runtime.loadgen.check import CheckResult
-from edgespec.runtime.loadgen.outcome import RunOutcome
+from edgespec.runtime.loadgen.outcome import FaultEvent, RunOutcome
 from edgespec.runtime.loadgen.scrape import Agreement, ServerFigures
 
 MESSAGE_CHARS = 160  # an error message as the Markdown quotes it
@@ -233,10 +233,19 @@ def markdown(report: LoadReport) -> str:
     lines += _check_lines(report)
     for f in o.faults:
         back = "" if f.restart_s is None else f"; serving again after {f.restart_s:.1f} s"
-        late = f.due_s is not None and f.at_s - f.due_s > LATE_FAULT_S
-        due = f" (due at {f.due_s:.1f} s: a restart before it was still running)" if late else ""
-        lines.append(f"- fault at {f.at_s:.1f} s{due}: {f.kind}: {f.detail}{back}")
+        lines.append(f"- fault at {f.at_s:.1f} s{_why_late(f)}: {f.kind}: {f.detail}{back}")
     return "\n".join(lines)
+
+
+def _why_late(fault: FaultEvent) -> str:
+    """Why ``fault`` came later than it was due, when it did: a restart before it still
+    running, its own wait for a request mid-generation to interrupt (``""``: on time)."""
+    said = []
+    if fault.due_s is not None and fault.at_s - fault.waited_s - fault.due_s > LATE_FAULT_S:
+        said.append(f"due at {fault.due_s:.1f} s: a restart before it was still running")
+    if fault.waited_s > LATE_FAULT_S:
+        said.append(f"waited {fault.waited_s:.1f} s for a request mid-generation")
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def _errors(report: LoadReport) -> str:

@@ -129,12 +129,13 @@ class LoadRun:
     def _apply(self, fault: Fault, start_s: float, end_s: float) -> None:
         if fault.kind == "restart-server":
             assert self._server is not None
+            begun_s = time.monotonic() - start_s
             self._stop_mid_request(end_s)
             at_s = time.monotonic() - start_s
             self._server.kill()
             seconds = self._server.start()
             self._faults.append(FaultEvent(fault.kind, at_s, "server killed, started again",
-                                           seconds))  # fmt: skip
+                                           seconds, waited_s=at_s - begun_s))  # fmt: skip
             self._say(f"[{at_s:6.1f} s] server killed; serving again after {seconds:.1f} s")
         else:
             self._kill_clients(fault.count, time.monotonic() - start_s, end_s)

@@ -137,3 +137,17 @@ def test_a_fault_a_restart_held_up_says_when_it_was_due() -> None:
         "- fault at 5.8 s (due at 2.0 s: a restart before it was still running): "
         "kill-clients: 1 client processes (1 clients) killed" in text
     )
+
+
+def test_a_restart_that_waited_for_a_request_mid_generation_says_so() -> None:
+    """The run's first fault, a restart due at 1 s, waited until 3.3 s for a request
+    mid-generation: it was blamed on "a restart before it" (a loadgen review)."""
+    from dataclasses import replace
+
+    restart = FaultEvent("restart-server", 3.3, "server killed, started again", 4.0, due_s=1.0,
+                         waited_s=2.3)  # fmt: skip
+    text = markdown(_report(replace(_outcome(), faults=(restart,))))
+    assert (
+        "- fault at 3.3 s (waited 2.3 s for a request mid-generation): restart-server: server "
+        "killed, started again; serving again after 4.0 s" in text
+    )
