@@ -10,6 +10,7 @@ import re
 import socket
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -228,3 +229,28 @@ def test_prompts_names_every_set_and_refuses_others_as_the_flags_are_parsed(
         "edgespec drafting-server: error: argument --prompts: invalid choice: 'nosuch' (choose "
         "from 'gsm8k', 'cnndm', 'humaneval', 'sharegpt', 'general')"
     )
+
+
+def test_a_pipelined_run_over_one_connections_streams_is_refused() -> None:
+    """Pipelined, every batch in flight sends on one connection (256 streams): 600 sessions
+    in batches of 200 had 600 calls in flight, some refused UNAVAILABLE, and the run failed
+    as if no server were there (a review); without pipelining a batch's calls are bounded by
+    --batch-size's own check."""
+    import argparse
+
+    from edgespec.config import ConfigError
+    from edgespec.runtime.commands.drafting_server import _check_pipelined_calls
+
+    def args(num_sessions: int, pipeline: bool | None, compare: bool = False) -> Any:
+        return argparse.Namespace(num_sessions=num_sessions, pipeline=pipeline, compare=compare)
+
+    for refused in (args(257, None), args(600, True), args(300, None, compare=True)):
+        with pytest.raises(ConfigError) as info:
+            _check_pipelined_calls(refused, None)
+        assert str(info.value) == (
+            f"config field 'num_sessions': must be <= 256 pipelined, the calls one gRPC "
+            f"connection carries at once (every batch in flight sends on it), got "
+            f"{refused.num_sessions}: give --no-pipeline"
+        )
+    _check_pipelined_calls(args(256, None), None)
+    _check_pipelined_calls(args(600, False), None)
