@@ -187,11 +187,32 @@ def _trace_flags(sampling: tuple[float, SamplingCuts]) -> str:
     )
 
 
+def unread_acceptance_warning(scenario: Scenario) -> str | None:
+    """The warning for a workload trace whose requests carry their own ``acceptance_seq``
+    under an acceptance model that does not read them (``iid``, ``decay``: the default), so
+    a captured run's acceptance is replaced by the model's without a word; ``None`` else."""
+    from edgespec.sim.setup.workload import load_trace, resolve_trace
+
+    workload, kind = scenario.workload, scenario.acceptance.kind
+    if kind == "trace" or workload.kind != "trace" or workload.trace is None:
+        return None
+    trace = load_trace(resolve_trace(str(workload.trace)))
+    num_carrying = sum(1 for e in trace if e.acceptance_seq)
+    if not num_carrying:
+        return None
+    return (f"warning: workload.trace ({workload.trace}): {num_carrying} of its "
+            f"{len(trace)} requests carry an acceptance_seq, which acceptance.kind {kind} "
+            "does not replay (its model draws every round's outcome): set acceptance.kind: "
+            "trace to replay them")  # fmt: skip
+
+
 def say_trace_sampling(scenario: Scenario) -> None:
-    """Say :func:`trace_sampling_warnings` on stderr, before the run; a trace that cannot be
-    read is left to the run, which refuses it at its field."""
+    """Say :func:`unread_acceptance_warning` and :func:`trace_sampling_warnings` on stderr,
+    before the run; a trace that cannot be read is left to the run, which refuses it at its
+    field."""
     try:
-        lines = trace_sampling_warnings(scenario)
+        unread = unread_acceptance_warning(scenario)
+        lines = ([unread] if unread else []) + trace_sampling_warnings(scenario)
     except ConfigError:
         return
     for line in lines:

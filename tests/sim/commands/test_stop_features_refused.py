@@ -106,9 +106,13 @@ def test_a_workload_trace_request_without_a_sequence_under_iid_is_named(
     data["acceptance"] = {"kind": "iid", "alpha": 0.5}
     data["stop_predictor"] = {"policy": {"name": "mlp"}}
     (tmp_path / "s.yaml").write_text(json.dumps(data))
+    trace = tmp_path / "trace.jsonl"
     assert refused([str(tmp_path / "s.yaml")], tmp_path, capsys) == (
+        f"edgespec sim: warning: workload.trace ({trace}): 1 of its 2 requests carry an "
+        "acceptance_seq, which acceptance.kind iid does not replay (its model draws every "
+        "round's outcome): set acceptance.kind: trace to replay them\n"
         f"edgespec sim: {tmp_path / 's.yaml'}:1: {SAID}workload.trace "
-        f"{tmp_path / 'trace.jsonl'}:2: request 'b' has no acceptance_seq: acceptance.kind iid "
+        f"{trace}:2: request 'b' has no acceptance_seq: acceptance.kind iid "
         f"draws its rounds' outcomes, with none to replay{REMEDY}"
     )
 

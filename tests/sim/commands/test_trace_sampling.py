@@ -120,3 +120,31 @@ def test_edgespec_sim_says_it_before_the_run(
     again = ["--out", str(tmp_path / "again")]
     assert main(["sim", str(tmp_path / "s.yaml"), "temperature=0.8", *QUIET, *again]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_a_workload_traces_acceptance_unread_by_the_model_is_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A workload trace whose requests carry their acceptance_seq, under the default
+    acceptance model (decay) or iid, which do not read them: said before the run. The
+    captured acceptance was replaced by the model's without a word (a simulator audit: a
+    request that never accepted showed 54% acceptance)."""
+    from edgespec.sim.commands.checks import unread_acceptance_warning
+
+    path = _trace(tmp_path / "t.jsonl", None)
+    workload = {"kind": "trace", "trace": str(path)}
+    expected = (f"warning: workload.trace ({path}): 3 of its 3 requests carry an "
+                "acceptance_seq, which acceptance.kind {} does not replay (its model draws "
+                "every round's outcome): set acceptance.kind: trace to replay them")  # fmt: skip
+    for kind in ("decay", "iid"):
+        scenario = scenario_from_dict(tiny_scenario(workload=workload, acceptance={"kind": kind}))
+        assert unread_acceptance_warning(scenario) == expected.format(kind)
+    replayed = tiny_scenario(workload=workload, acceptance={"kind": "trace"})
+    assert unread_acceptance_warning(scenario_from_dict(replayed)) is None
+    bare = _trace(tmp_path / "bare.jsonl", None, with_seq=False)
+    plain = tiny_scenario(workload={"kind": "trace", "trace": str(bare)})
+    assert unread_acceptance_warning(scenario_from_dict(plain)) is None
+    scenario_file = tmp_path / "s.yaml"
+    scenario_file.write_text(yaml.safe_dump(tiny_scenario(workload=workload)))
+    assert main(["sim", str(scenario_file), "--out", str(tmp_path / "run"), *QUIET]) == 0
+    assert expected.format("iid") in capsys.readouterr().err  # tiny_scenario's model
