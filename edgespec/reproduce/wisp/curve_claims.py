@@ -296,4 +296,5 @@ def all_rows(res: WispResults) -> list[ClaimRow]:
     rows = rule_decides(lambda r: capacity_rows(r, "qwen3-32b", "W1"), res)
     if "qwen3-14b" in res.plan.targets:
         rows += rule_decides(lambda r: capacity_rows(r, "qwen3-14b", "W2"), res)
-    return [*rows, goodput_row(res), *operating_rows(res), *knee_rows(res), w5_row(res)]
+    rows += rule_decides(lambda r: [goodput_row(r)], res)
+    return [*rows, *operating_rows(res), *knee_rows(res), w5_row(res)]

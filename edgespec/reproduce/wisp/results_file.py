@@ -34,6 +34,10 @@ def results_dict(res: WispResults) -> dict[str, Any]:
             for (r, t, c), v in sorted(res.other_rules.items())
         ],
         "goodput": {s: goodputs(m) for s, m in res.goodput.items()},
+        "wisp_goodput_other_late_rules": [
+            {"rule": r, "system": s, **goodputs(m)}
+            for (r, s), m in sorted(res.other_goodput.items())
+        ],
         "curves": [
             {"system": s, "devices": n, "violation": violations(m), **goodputs(m)}
             for (s, n), m in sorted(res.curves.items())

@@ -140,6 +140,9 @@ class WispResults:
     """(late-request rule, target, class) → WISP's capacity under each rule but
     :data:`~.runner.LATE_RULE`: whether the rule decides W1's and W2's verdicts
     (:mod:`.late_decides`)."""
+    other_goodput: dict[tuple[str, str], SystemMetrics] = field(default_factory=dict)
+    """(late-request rule, system) → W3's run of a WISP system under each rule but
+    :data:`~.runner.LATE_RULE`: whether the rule decides W3's verdict."""
 
 
 def capacity_jobs(plan: Plan, rule: LateRule) -> list[CapacityJob]:
@@ -179,6 +182,18 @@ def curve_jobs(plan: Plan, rule: LateRule) -> list[tuple[str, int, RunJob]]:
 
 def goodput_jobs(plan: Plan, rule: LateRule) -> list[tuple[str, RunJob]]:
     return [(s, RunJob(mixed(plan, s, plan.goodput_devices), rule)) for s in GOODPUT_SYSTEMS]
+
+
+def other_goodput_jobs(plan: Plan) -> list[tuple[str, str, RunJob]]:
+    """W3's runs of the systems batching with WISP under every late-request rule but the
+    chosen one: (rule, system, run)."""
+    return [
+        (rule, system, job)
+        for rule in LATE_RULES
+        if rule != LATE_RULE
+        for system, job in goodput_jobs(plan, rule)
+        if job.data["policies"]["batching"]["name"] == "wisp"
+    ]
 
 
 def at_operating_point(
@@ -238,12 +253,14 @@ def run_wisp(
     ]
     files += [write_scenario(folder, f"curve-{s}-{n}", named(j.data, rule)) for s, n, j in curves]
     files += [write_scenario(folder, f"goodput-{s}", named(j.data, rule)) for s, j in goodput]
-    others = other_rule_jobs(plan)
+    others, other_goodput = other_rule_jobs(plan), other_goodput_jobs(plan)
     jobs: list[Callable[[], Any]] = [*caps, *(j for *_, j in curves), *(j for _, j in goodput)]
+    late_jobs: list[Callable[[], Any]] = [*others, *(j for *_, j in other_goodput)]
     with progress_bar(progress) as bar:
-        task = bar.add_task("reproduce wisp", total=len(jobs) + len(others) + 1)
-        values = run_all(executor, [*jobs, *others], lambda: bar.advance(task))
+        task = bar.add_task("reproduce wisp", total=len(jobs) + len(late_jobs) + 1)
+        values = run_all(executor, [*jobs, *late_jobs], lambda: bar.advance(task))
         values, other_values = values[: len(jobs)], values[len(jobs) :]
+        goodput_values = other_values[len(others) :]
         cap_values, rest = values[: len(caps)], values[len(caps) :]
         res = WispResults(
             plan,
@@ -255,8 +272,10 @@ def run_wisp(
             {},
             None,
             late_unfinished,
-            {(j.rule, j.target, j.slo_class): v for j, v in zip(others, other_values, strict=True)},
-        )
+            {(j.rule, j.target, j.slo_class): v
+             for j, v in zip(others, other_values[: len(others)], strict=True)},
+            {(r, s): m for (r, s, _), m in zip(other_goodput, goodput_values, strict=True)},
+        )  # fmt: skip
         res = at_operating_point(plan, res, rule, files, folder)
         bar.advance(task)
     return res, files
