@@ -234,6 +234,22 @@ class LateArrivalWarnings:
             print(f"edgespec sim: {late.warning}", file=sys.stderr)
 
 
+def check_capacity_workload(scenario: Scenario) -> None:
+    """Refuse, before any run, a capacity search of a workload whose load a device count
+    does not scale: under ``poisson`` ``rate_per_s`` is the fleet's total and a trace fixes
+    the arrivals, so more devices spread the same requests, the violation rate does not
+    grow with the count, and the bisection (which assumes it does) answers nothing."""
+    kind = scenario.workload.kind
+    if kind != "closed_loop":
+        raise ConfigError(
+            "workload.kind",
+            f"--capacity needs a closed_loop workload, where each device adds load; under "
+            f"{kind} " + ("rate_per_s is the whole fleet's" if kind == "poisson" else
+                          "the trace fixes the arrivals") +
+            ", so the violation rate does not grow with the device count the search bisects",
+        )  # fmt: skip
+
+
 def check_class_measured(scenario: Scenario, slo_class: str) -> None:
     """Refuse, before any run, a capacity search of ``slo_class`` (``--slo-class``) that no
     run can measure: the scenario has no such class, the class has no token-speed target,

@@ -98,6 +98,7 @@ def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any,
     from edgespec.metrics.summary import plain, print_runs, setting
     from edgespec.sim.commands.checks import (
         LateArrivalWarnings,
+        check_capacity_workload,
         check_class_measured,
         check_scenario_dict,
     )
@@ -110,6 +111,7 @@ def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any,
         overall_violation,
     )
 
+    check_capacity_workload(scenario)  # a device count that adds load, before any run
     violation = overall_violation(args.count_sure_misses)
     if args.slo_class is not None:  # one that runs can measure, before any run
         check_class_measured(scenario, args.slo_class)

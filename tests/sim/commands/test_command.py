@@ -143,14 +143,14 @@ def test_sim_capacity_counting_the_sure_misses(
     unfinished ones already sure to miss (the rest left out), not Eq. 20's, over every class
     or (--slo-class) one; the rerun command keeps the flag."""
     data = tiny_scenario(duration_s=8.0)
-    data["workload"] = {"kind": "poisson", "rate_per_s": 9.0, "prompt_tokens": [40, 300],
+    data["workload"] = {"kind": "closed_loop", "think_time_s": 0.0, "prompt_tokens": [40, 300],
                         "output_tokens": [30, 120]}  # fmt: skip
     data["slo_classes"] = {"slow": 2.0, "fast": 12.0}  # queued fast requests: sure to miss
     path = tmp_path / "queued.yaml"
     path.write_text(yaml.safe_dump(data))
     out = tmp_path / "cap"
     key = "auto_topology.devices.0.count"
-    base = ["sim", str(path), "--capacity", key, "--lo", "2", "--hi", "16", "--quiet"]
+    base = ["sim", str(path), "--capacity", key, "--lo", "2", "--hi", "32", "--quiet"]
     assert main([*base, "--epsilon", "1.0", "--count-sure-misses", "--out", str(out)]) == 0
     result = json.loads((out / "capacity.json").read_text())
     differs = 0
@@ -163,11 +163,11 @@ def test_sim_capacity_counting_the_sure_misses(
             (with_target - met + missed) / (with_target + missed)
         )
         differs += probe["violation_rate"] != pytest.approx(m["slo_violation_rate"])
-    assert [p["value"] for p in result["probes"]] == [2, 16] and differs
+    assert [p["value"] for p in result["probes"]] == [2, 32] and differs
     command = json.loads((out / "command.json").read_text())["command"]
     assert command[-1] == "--count-sure-misses"
     said = " ".join(capsys.readouterr().out.split())
-    assert "counting the unfinished requests sure to miss: 16 (at upper bound)" in said
+    assert "counting the unfinished requests sure to miss: 32 (at upper bound)" in said
     one = tmp_path / "one"
     flags = ["--epsilon", "1.0", "--count-sure-misses", "--slo-class", "fast", "--out", str(one)]
     assert main([*base, *flags]) == 0
@@ -179,6 +179,6 @@ def test_sim_capacity_counting_the_sure_misses(
             (finished - fast["num_met"] + missed) / (finished + missed)
         )
         differs += probe["violation_rate"] != pytest.approx(1 - fast["num_met"] / finished)
-    assert differs  # at 16 devices: 2 of 6 finished missed, 6 unfinished sure to miss
+    assert differs  # at 32 devices: unfinished fast requests sure to miss
     command = json.loads((one / "command.json").read_text())["command"]
     assert command[-3:] == ["--slo-class", "fast", "--count-sure-misses"]
