@@ -95,6 +95,7 @@ def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any,
     (:func:`edgespec.sweeps.capacity.capacity_search`), for one class or all."""
     from rich.console import Console
 
+    from edgespec.metrics.formatting import percent
     from edgespec.metrics.summary import plain, print_runs, setting
     from edgespec.sim.commands.checks import (
         LateArrivalWarnings,
@@ -137,6 +138,9 @@ def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any,
     probes = sorted(result.probes, key=lambda p: p.value)
     console = Console(markup=False)
     print_runs([({args.capacity: p.value}, p.metrics) for p in probes], console, "probes")
+    rates = ", ".join(f"{plain(p.value)} → {percent(p.violation_rate)}" for p in probes)
+    console.print(f"violation searched (compared with epsilon; SLO violation above is every "
+                  f"class's): {rates}")  # fmt: skip
     console.print(
         f"capacity {args.capacity} at epsilon={setting(args.epsilon)}"
         + ("" if args.slo_class is None else f" for class {args.slo_class}")

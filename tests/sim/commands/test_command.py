@@ -168,6 +168,14 @@ def test_sim_capacity_counting_the_sure_misses(
     assert command[-1] == "--count-sure-misses"
     said = " ".join(capsys.readouterr().out.split())
     assert "counting the unfinished requests sure to miss: 32 (at upper bound)" in said
+    # the rates the search compared with ε, beside the table's overall ones
+    from edgespec.metrics.formatting import percent
+
+    rates = ", ".join(f"{p['value']} → {percent(p['violation_rate'])}" for p in result["probes"])
+    assert (
+        f"violation searched (compared with epsilon; SLO violation above is every class's): {rates}"
+        in said
+    )
     one = tmp_path / "one"
     flags = ["--epsilon", "1.0", "--count-sure-misses", "--slo-class", "fast", "--out", str(one)]
     assert main([*base, *flags]) == 0
