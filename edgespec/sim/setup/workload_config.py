@@ -176,9 +176,10 @@ def _check_inline_lengths(wl: WorkloadConfig) -> None:
             f"has {len(outputs)} entries but prompt_tokens has {len(prompts)}",
         )
     for name, values in (("prompt_tokens", prompts), ("output_tokens", outputs)):
+        low = 0 if name == "prompt_tokens" else 1
         for i, n in enumerate(values):
-            if n < (0 if name == "prompt_tokens" else 1):
-                raise ConfigError(f"workload.{name}[{i}]", f"out of range: {n}")
+            if n < low:
+                raise ConfigError(f"workload.{name}[{i}]", f"must be >= {low}, got {n}")
 
 
 def _check_used(wl: WorkloadConfig) -> None:

@@ -85,7 +85,7 @@ _LOSS_RANGE = (
         (["workload.think_cv=.nan"], "'workload.think_cv': must be a finite number > 0, got nan"),
         (
             ["workload.output_tokens=[30, 0, 50, 120]"],
-            "'workload.output_tokens[1]': out of range: 0",
+            "'workload.output_tokens[1]': must be >= 1, got 0",
         ),
         (["workload.max_output_tokens=0"], "'workload.max_output_tokens': must be >= 1, got 0"),
         (["workload.max_output_tokens=-3"], "'workload.max_output_tokens': must be >= 1, got -3"),
