@@ -147,7 +147,10 @@ class _Service:
         self.calls.append((call, owner))
         return self.inner.verify(call)
 
-    def close_session(self, session_id: str, owner: str | None = None) -> None:
+    def close_session(
+        self, session_id: str, owner: str | None = None, serial: int | None = None
+    ) -> None:
+        assert serial in (None, self.session_serial(session_id))  # its own session's
         self.closed.append(session_id)
 
     def session_serial(self, session_id: str) -> int:
