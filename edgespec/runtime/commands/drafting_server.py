@@ -58,6 +58,7 @@ def _run(args: argparse.Namespace, planning: Any) -> int:
     from edgespec.models.devices import device_placement
     from edgespec.models.loading import load_model
     from edgespec.runtime.commands.drafting_server_plan import (
+        check_pipelined_calls,
         check_server_limit,
         plan_line,
         plan_run,
@@ -79,7 +80,7 @@ def _run(args: argparse.Namespace, planning: Any) -> int:
     if planning is not None:
         check_server_limit(planning, limit)
         _warn(model_warnings(planning.system, args.draft, verifier.target_name()))
-    _check_pipelined_calls(args, planning)
+    check_pipelined_calls(args, planning)
     apply_cpus_and_threads(args.cpus, args.threads)
     say = Stages("drafting-server")  # minutes of work otherwise silent until the stats lines
     say(f"loading the draft {args.draft}")
@@ -97,22 +98,6 @@ def _run(args: argparse.Namespace, planning: Any) -> int:
         _warn(range_warnings(planning, plan, prompts, budgets))
     runs = _runs(args, verifier, draft, prompts, (planning, plan), say)
     return _report(args, runs, prompts, (planning, plan))
-
-
-def _check_pipelined_calls(args: argparse.Namespace, planning: Any) -> None:
-    """Pipelined, the calls of every batch in flight share one gRPC connection, up to all
-    ``--num-sessions`` at once, which carries at most ``MAX_CONCURRENT_STREAMS`` (256): more
-    had some refused ``UNAVAILABLE`` (REFUSED_STREAM) and the run failed as if no server were
-    there; ``ConfigError`` before anything loads."""
-    from edgespec.config import ConfigError
-    from edgespec.runtime.commands.drafting_server_plan import run_pipelined
-    from edgespec.runtime.wire.grpc_limits import MAX_CONCURRENT_STREAMS
-
-    pipelined = args.compare or run_pipelined(args, planning)
-    if pipelined and args.num_sessions > MAX_CONCURRENT_STREAMS:
-        raise ConfigError("num_sessions", f"must be <= {MAX_CONCURRENT_STREAMS} pipelined, the "
-                          "calls one gRPC connection carries at once (every batch in flight "
-                          f"sends on it), got {args.num_sessions}: give --no-pipeline")  # fmt: skip
 
 
 def _warn(lines: list[str]) -> None:

@@ -135,6 +135,20 @@ def run_pipelined(args: argparse.Namespace, planning: Planning | None) -> bool:
     return planning is None or planning.system.planner.pipelined
 
 
+def check_pipelined_calls(args: argparse.Namespace, planning: Planning | None) -> None:
+    """Pipelined, the calls of every batch in flight share one gRPC connection, up to all
+    ``--num-sessions`` at once, which carries at most ``MAX_CONCURRENT_STREAMS`` (256): more
+    had some refused ``UNAVAILABLE`` (REFUSED_STREAM) and the run failed as if no server were
+    there; ``ConfigError`` before anything loads."""
+    from edgespec.runtime.wire.grpc_limits import MAX_CONCURRENT_STREAMS
+
+    pipelined = args.compare or run_pipelined(args, planning)
+    if pipelined and args.num_sessions > MAX_CONCURRENT_STREAMS:
+        raise ConfigError("num_sessions", f"must be <= {MAX_CONCURRENT_STREAMS} pipelined, the "
+                          "calls one gRPC connection carries at once (every batch in flight "
+                          f"sends on it), got {args.num_sessions}: give --no-pipeline")  # fmt: skip
+
+
 def plan_record(planning: Planning, plan: PipelinePlan) -> dict[str, Any]:
     """The plan used, for ``--json``'s settings."""
     return {

@@ -93,10 +93,6 @@ def run(args: argparse.Namespace) -> int:
 def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any, out: Path) -> int:
     """``--capacity``: the largest value of a knob within ``--epsilon`` SLO violations
     (:func:`edgespec.sweeps.capacity.capacity_search`), for one class or all."""
-    from rich.console import Console
-
-    from edgespec.metrics.formatting import percent
-    from edgespec.metrics.summary import plain, print_runs, setting
     from edgespec.sim.commands.checks import (
         LateArrivalWarnings,
         check_capacity_workload,
@@ -132,6 +128,17 @@ def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any,
     )
     write_text_atomically(out / "capacity.json", json.dumps(result.to_dict(), indent=2) + "\n")
     write_rerun(out, data, capacity_rerun_command, args)
+    _say_capacity(args, result, out)
+    return 0
+
+
+def _say_capacity(args: argparse.Namespace, result: Any, out: Path) -> None:
+    """A capacity search's probes (the table, the rates compared with ε) and its answer."""
+    from rich.console import Console
+
+    from edgespec.metrics.formatting import percent
+    from edgespec.metrics.summary import plain, print_runs, setting
+
     bound = " (at upper bound)" if result.at_upper_bound else ""
     if result.capacity is None:
         bound = f" (even {args.capacity}={plain(args.lo)} violates more than epsilon)"
@@ -149,7 +156,6 @@ def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any,
         f" → {out / 'capacity.json'}",
         soft_wrap=True,
     )
-    return 0
 
 
 def _run_plain(args: argparse.Namespace, data: dict[str, Any], scenario: Any, out: Path) -> int:

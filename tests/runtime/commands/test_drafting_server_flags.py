@@ -239,18 +239,18 @@ def test_a_pipelined_run_over_one_connections_streams_is_refused() -> None:
     import argparse
 
     from edgespec.config import ConfigError
-    from edgespec.runtime.commands.drafting_server import _check_pipelined_calls
+    from edgespec.runtime.commands.drafting_server_plan import check_pipelined_calls
 
     def args(num_sessions: int, pipeline: bool | None, compare: bool = False) -> Any:
         return argparse.Namespace(num_sessions=num_sessions, pipeline=pipeline, compare=compare)
 
     for refused in (args(257, None), args(600, True), args(300, None, compare=True)):
         with pytest.raises(ConfigError) as info:
-            _check_pipelined_calls(refused, None)
+            check_pipelined_calls(refused, None)
         assert str(info.value) == (
             f"config field 'num_sessions': must be <= 256 pipelined, the calls one gRPC "
             f"connection carries at once (every batch in flight sends on it), got "
             f"{refused.num_sessions}: give --no-pipeline"
         )
-    _check_pipelined_calls(args(256, None), None)
-    _check_pipelined_calls(args(600, False), None)
+    check_pipelined_calls(args(256, None), None)
+    check_pipelined_calls(args(600, False), None)
