@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 
 from edgespec.core.sampling_params import TokenLogprobs
+from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall
 from edgespec.runtime.server.worker_bridge import SessionHost
 
@@ -32,6 +33,7 @@ async def centralized_generate(
     num_tokens, finished = len(spec.prompt_token_ids), False
     try:
         while not finished:
+            _check_still_open(service, spec.session_id, serial)
             reply = await service.verify(VerifyCall(spec.session_id, num_tokens, ()), owner)
             num_tokens += len(reply.outcome.committed_token_ids)
             if on_prompt_logprobs is not None and reply.outcome.prompt_logprobs is not None:
@@ -45,3 +47,17 @@ async def centralized_generate(
     finally:
         if not finished:
             service.close_session(spec.session_id, owner, serial)
+
+
+def _check_still_open(service: SessionHost, session_id: str, serial: int) -> None:
+    """``NOT_FOUND`` once the session this Generate opened is closed, whether or not one was
+    opened under its id since (another client's: its owner's refusal is not this caller's
+    answer). Checked just before each verification: nothing opens or closes a session
+    between this and the verification's admission (no await between them)."""
+    try:
+        same = service.session_serial(session_id) == serial
+    except RequestError:
+        same = False
+    if not same:
+        message = f"session {session_id!r} was closed during this Generate: it ends here"
+        raise RequestError(ErrorCode.NOT_FOUND, message)

@@ -110,3 +110,32 @@ def test_a_fused_run_ending_leaves_the_next_runs_mark(
         await service.stop()
 
     asyncio.run(scenario())
+
+
+def test_a_generate_whose_session_another_owner_reopened_ends_not_found(
+    target: TransformersTarget,
+) -> None:
+    """Token A's centralized Generate waits at its first chunk; A closes its session and token
+    B opens ``s``: A's next round ends NOT_FOUND (its session was closed), not B's owner
+    refusal, and B's session is untouched. The CI run that found it raced to either answer."""
+
+    async def scenario() -> tuple[ErrorCode, str, int]:
+        service = _service(target)
+        await service.start()
+        Chunks = AsyncGenerator[tuple[tuple[int, ...], bool], None]
+        chunks = cast(Chunks, service.generate(_spec("a", 200), False, 2, "token-a"))
+        await chunks.__anext__()  # paused at its yield: no verification in flight
+        assert service.close_session("s", "token-a")
+        service.open_session(_spec("b", 4), "token-b")
+        with pytest.raises(RequestError) as info:
+            await chunks.__anext__()
+        reply = await service.verify(VerifyCall("s", len(PROMPT), ()), "token-b")
+        await service.stop()
+        return info.value.code, info.value.message, len(reply.outcome.committed_token_ids)
+
+    code, message, num_committed = asyncio.run(scenario())
+    assert (code, message) == (
+        ErrorCode.NOT_FOUND,
+        "session 's' was closed during this Generate: it ends here",
+    )
+    assert num_committed == 1
