@@ -106,7 +106,8 @@ class MetricsAccumulator:
                 raise ValueError(f"request {rid!r}: {name} must be >= 0")
         self._ttft.append(record.ttft_s)
         self._service_ttft.append(record.service_ttft_s)
-        self._tpot.append(record.tpot_s)
+        if record.num_output_tokens > 1:  # one token has no time per output token
+            self._tpot.append(record.tpot_s)
         self._e2e.append(record.e2e_s)
         self._num_prompt_tokens += record.num_prompt_tokens
         self._num_output_tokens += record.num_output_tokens

@@ -83,9 +83,10 @@ def test_hand_computed_metrics() -> None:
     assert m.ttft.max_s == 1.0
     # p90 by linear interpolation over sorted [0.25, 0.5, 1, 1]: rank 2.7 -> 1.0
     assert m.ttft.p90_s == 1.0
-    # TPOTs: 0.75/7, 1.5/7, 1.0/4, 0 (one token)
+    # TPOTs: 0.75/7, 1.5/7, 1.0/4; d's one token has none (a 0 pulled the mean down)
     assert m.tpot is not None
-    assert m.tpot.mean_s == pytest.approx((0.75 / 7 + 1.5 / 7 + 0.25) / 4, abs=1e-15)
+    assert m.tpot.count == 3
+    assert m.tpot.mean_s == pytest.approx((0.75 / 7 + 1.5 / 7 + 0.25) / 3, abs=1e-15)
     # E2E: 1, 2, 2, 1
     assert m.e2e is not None
     assert (m.e2e.mean_s, m.e2e.p50_s, m.e2e.p99_s) == (1.5, 1.5, 2.0)

@@ -50,6 +50,14 @@ def test_one_request_run_has_defined_latency_stats() -> None:
     assert m.e2e == LatencyStats(1, 2.5, 2.5, 2.5, 2.5, 2.5)
 
 
+def test_one_token_requests_have_no_tpot() -> None:
+    # a one-token output has no time between tokens: left out of TPOT, not counted as 0
+    one = dataclasses.replace(_req(), request_id="one", num_output_tokens=1)
+    assert summarize([one], [], duration_s=4.0, num_servers=1).tpot is None
+    m = summarize([_req(), one], [], duration_s=4.0, num_servers=1)
+    assert m.tpot == LatencyStats(1, 0.5, 0.5, 0.5, 0.5, 0.5)
+
+
 def test_zero_ttft_and_zero_counts_are_valid() -> None:
     record = dataclasses.replace(
         _req(arrival=2.0, first=2.0, finish=4.0),
