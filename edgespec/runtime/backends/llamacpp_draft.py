@@ -12,10 +12,17 @@ the softmax at the temperature and return q over the target's vocabulary, both a
 request's shaping (:mod:`.draft_shaping`: its bias, penalties and cuts). A stop predictor
 can end a block (:meth:`LlamaCppDraft.propose_until_stop`), as for the transformers drafts.
 Token trees and hidden states are not drafted here.
+
+Its context starts at :data:`DRAFT_CONTEXT_TOKENS` cells and grows as a session needs: a
+call whose context and draft would not fit makes a context twice as large (or as large as
+needed; whole blocks of 256 cells), at most the model's trained context, and decodes the
+session's tokens into it again (a session of any length the target serves, memory only as
+long as its sessions). Past the trained context a call is a ``ValueError`` naming it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,6 +36,10 @@ from edgespec.runtime.backends.draft_shaping import DraftShaping
 from edgespec.runtime.backends.llamacpp_context import LlamaContext, LlamaCppSettings
 from edgespec.runtime.backends.ngram import suffix_match_next
 from edgespec.runtime.sampling import draft_sample, logits_to_probs, point_masses
+
+DRAFT_CONTEXT_TOKENS = 4096
+"""A drafter's context to start with, in cells (it grows: see the module docstring)."""
+CELL_BLOCK = 256  # llama.cpp sizes a sequence's context in whole blocks of 256 cells
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +117,23 @@ class LlamaCppDraft:
     ) -> DraftProposal:
         return self._chain(context, gamma, temperature, rng, stop, shaping)
 
+    def _grow(self, needed: int, gamma: int) -> None:
+        """A context of at least ``needed`` cells (twice the present one, in whole blocks,
+        at most the trained context) in place of the present one, which is freed; the
+        session's tokens are decoded into it at the next call (nothing is cached there)."""
+        trained = self._ctx.trained_context_tokens
+        if 0 < trained < needed:
+            raise ValueError(
+                f"{needed - gamma + 1} context + {gamma} draft tokens are past the llama.cpp "
+                f"draft's trained context of {trained} tokens"
+            )
+        size = -(-max(needed, 2 * self._ctx.context_tokens) // CELL_BLOCK) * CELL_BLOCK
+        size = max(needed, min(size, trained)) if trained > 0 else size
+        settings = dataclasses.replace(self._ctx.settings, context_tokens=size)
+        self._ctx.close()
+        self._cached = []
+        self._ctx = LlamaContext(settings)
+
     def _sync(self, context: Sequence[int]) -> list[int]:
         """Trim the sequence to the longest common prefix with ``context`` (keeping one token
         to decode); the context tokens still to decode."""
@@ -156,11 +184,9 @@ class LlamaCppDraft:
     ) -> DraftProposal:
         if not context:
             raise ValueError("draft context must hold at least one token")
-        if len(context) + gamma > self._ctx.context_tokens:
-            raise ValueError(
-                f"{len(context)} context + {gamma} draft tokens exceed the llama.cpp "
-                f"sequence length {self._ctx.context_tokens}"
-            )
+        needed = len(context) + gamma - 1  # the last drafted token is not decoded
+        if needed > self._ctx.context_tokens:
+            self._grow(needed, gamma)
         pending = self._sync(context)
         seq = list(context)
         tokens: list[int] = []

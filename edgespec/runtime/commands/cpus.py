@@ -18,3 +18,10 @@ def apply_cpus_and_threads(cpus: tuple[int, ...] | None, threads: int | None) ->
     if cpus is not None:
         os.sched_setaffinity(0, cpus)
     torch.set_num_threads(threads if threads is not None else len(cpus or ()))
+
+
+def thread_count(cpus: tuple[int, ...] | None, threads: int | None) -> int | None:
+    """The threads a llama.cpp model runs on: ``threads``, else one per ``--cpus`` CPU
+    (``None``: llama.cpp's default, 4, whatever the CPUs): what torch gets from
+    :func:`apply_cpus_and_threads`."""
+    return threads if threads is not None else (len(cpus) if cpus else None)

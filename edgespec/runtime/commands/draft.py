@@ -209,11 +209,13 @@ def _serve_openai(
 def _load_draft(config: Any, args: argparse.Namespace, placement: Any, say: Stages) -> Any:
     """The draft model on ``--backend`` (with its tokenizer) on ``placement``'s device (said
     as it starts), or ``None`` for prompt lookup."""
+    from edgespec.runtime.commands.cpus import thread_count
     from edgespec.runtime.edge.draft_backends import load_draft_model
 
     if config.draft != "ngram":
         say(f"loading the draft {config.draft}")
-    return load_draft_model(config.draft, args.backend, args.verbose, placement)
+    threads = thread_count(args.cpus, args.threads)  # llama.cpp's own; torch's are set
+    return load_draft_model(config.draft, args.backend, args.verbose, placement, threads)
 
 
 def _tokenizer(

@@ -10,7 +10,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from edgespec.runtime.commands.cpus import apply_cpus_and_threads
+from edgespec.runtime.commands.cpus import apply_cpus_and_threads, thread_count
 from edgespec.runtime.commands.serve_arguments import (
     add_arguments,
     parse_slo_class,
@@ -109,7 +109,9 @@ def _run(args: argparse.Namespace) -> int:
     if not config.target:
         raise ConfigError("target", "no target model given (--target MODEL)")
     draft = draft_to_load(config, args.draft)
-    choice = target_choice(args, config.target, args.threads)  # a non-GGUF fails here
+    choice = target_choice(
+        args, config.target, thread_count(args.cpus, args.threads)
+    )  # a non-GGUF fails here
     semantic_head(config, _say)  # not a head, or another target's: fails before loading
     check_profile(config)  # a drafter's or another model's profile: refused
     window = window_from_args(args)

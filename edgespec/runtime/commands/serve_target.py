@@ -18,10 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from edgespec.argument_types import positive_int
+from edgespec.argument_types import int_at_most, non_negative_int, positive_int
 
 BACKENDS = ("transformers", "transformers-lossy", "llamacpp", "llamacpp-lossy")
 TRANSFORMERS = ("transformers", "transformers-lossy")
+MAX_LLAMACPP_SEQUENCES = 256  # llama.cpp's LLAMA_MAX_SEQ: a context of more is refused
 
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,13 +40,13 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--llamacpp-sequences",
-        type=positive_int,
+        type=int_at_most(MAX_LLAMACPP_SEQUENCES, " (the most sequences a llama.cpp context holds)"),
         help="llamacpp: KV sequences, the most sessions holding a cache at once "
         "(max_sessions is capped to it; default 16)",
     )
     parser.add_argument(
         "--llamacpp-gpu-layers",
-        type=int,
+        type=non_negative_int,
         help="llamacpp: layers offloaded to a GPU, with a wheel built for one (docs/RUNTIME.md; "
         "default 0, the CPU only); the self-check at load judges the device that runs them",
     )
@@ -96,7 +97,8 @@ def target_choice(args: argparse.Namespace, target: str, threads: int | None) ->
             f"--dtype {args.dtype} is for --backend transformers; llama.cpp runs the GGUF "
             "file's own quantization"
         )
-    from edgespec.runtime.backends.llamacpp_context import LlamaCppSettings, model_file
+    from edgespec.models.registry import model_file
+    from edgespec.runtime.backends.llamacpp_context import LlamaCppSettings
 
     if llama["llamacpp_sequences"] < 2:
         raise UserInputError(

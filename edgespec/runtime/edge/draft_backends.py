@@ -13,22 +13,34 @@ DRAFT_BACKENDS = ("transformers", "llamacpp")
 
 
 def load_draft_model(
-    name: str, backend: str, verbose: bool = False, placement: DevicePlacement | None = None
+    name: str,
+    backend: str,
+    verbose: bool = False,
+    placement: DevicePlacement | None = None,
+    threads: int | None = None,
 ) -> Any:
     """What ``--draft NAME`` loads on ``backend``: ``None`` for prompt lookup; on
     transformers the model and its tokenizer (:func:`~edgespec.models.loading.load_model`,
     on ``placement``'s device and dtype; default: the CPU, float32);
-    on llamacpp the GGUF's context settings (each drafter makes its own context; the GGUF
-    is loaded once here all the same: ``LlamaCppDraftModel.loaded``), no tokenizer (the
-    draft command falls back to the server's target's)."""
+    on llamacpp the GGUF's context settings, on ``threads`` (``None``: llama.cpp's default;
+    each drafter makes its own context, grown as its sessions need:
+    :mod:`~edgespec.runtime.backends.llamacpp_draft`; the GGUF is loaded once here all the
+    same: ``LlamaCppDraftModel.loaded``), no tokenizer (the draft command falls back to the
+    server's target's)."""
     if name == "ngram":
         return None
     if backend == "llamacpp":
-        from edgespec.runtime.backends.llamacpp_context import LlamaCppSettings, model_file
-        from edgespec.runtime.backends.llamacpp_draft import LlamaCppDraftModel
+        from edgespec.models.registry import model_file
+        from edgespec.runtime.backends.llamacpp_context import LlamaCppSettings
+        from edgespec.runtime.backends.llamacpp_draft import (
+            DRAFT_CONTEXT_TOKENS,
+            LlamaCppDraftModel,
+        )
 
-        return LlamaCppDraftModel.loaded(LlamaCppSettings(model_file(name), sequences=1,
-                                                          context_tokens=4096))  # fmt: skip
+        settings = LlamaCppSettings(
+            model_file(name), sequences=1, context_tokens=DRAFT_CONTEXT_TOKENS, threads=threads
+        )
+        return LlamaCppDraftModel.loaded(settings)
     from edgespec.models.loading import load_model
 
     where = placement or DevicePlacement()

@@ -21,7 +21,8 @@ pytest.importorskip("llama_cpp", reason=SKIP_REASON)
 pytest.importorskip("gguf", reason="the tiny test model is written with the gguf package")
 
 from edgespec.models.loading import load_model
-from edgespec.runtime.backends.llamacpp_context import LlamaContext, LlamaCppSettings, model_file
+from edgespec.models.registry import model_file
+from edgespec.runtime.backends.llamacpp_context import LlamaContext, LlamaCppSettings
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 
 END_OF_TURN = 5

@@ -18,7 +18,7 @@ pytest.importorskip("llama_cpp", reason=SKIP_REASON)
 pytest.importorskip("gguf", reason="the tiny test model is written with the gguf package")
 
 from edgespec.errors import UserInputError
-from edgespec.models.registry import ModelNotFoundError
+from edgespec.models.registry import ModelNotFoundError, model_file
 from edgespec.runtime.backends import llamacpp_backend
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
 from edgespec.runtime.backends.exactness import (
@@ -33,9 +33,9 @@ from edgespec.runtime.backends.llamacpp_backend import (
 )
 from edgespec.runtime.backends.llamacpp_context import (
     TILED_MM_ENV,
+    LlamaContext,
     LlamaCppSettings,
     import_llama_cpp,
-    model_file,
 )
 from edgespec.runtime.backends.llamacpp_draft import LlamaCppDraft
 from edgespec.runtime.backends.logit_rows import HostRows
@@ -109,7 +109,7 @@ def test_an_inexact_backend_is_refused_unless_lossy_by_name(monkeypatch: Any) ->
 
 def test_a_tiled_matmul_switched_on_is_refused(monkeypatch: Any) -> None:
     monkeypatch.setenv(TILED_MM_ENV, "1")
-    with pytest.raises(InexactBackendError, match="GGML_CPU_TILED_MM=1"):
+    with pytest.raises(UserInputError, match="GGML_CPU_TILED_MM=1"):  # serve: one line, exit 2
         import_llama_cpp(exact=True)
 
 
@@ -228,10 +228,44 @@ def test_the_drafter_trims_to_the_common_prefix_and_matches_the_target(
     sampled = drafter.propose(context, 3, 0.8, np.random.default_rng(1))
     assert sampled.probs is not None and sampled.probs.shape == (3, VOCAB)
     assert np.allclose(sampled.probs.sum(axis=1), 1.0, atol=1e-5)
-    with pytest.raises(ValueError, match="exceed the llama.cpp sequence length 256"):
-        drafter.propose([1] * 255, 4, 0.0, rng)
+    long_context = [1 + i % 50 for i in range(300)]  # past the drafter's 256 cells
+    wide = LlamaCppDraft(LlamaCppSettings(tiny_gguf(0), 1, 512, threads=1), VOCAB)
+    grown = drafter.propose(long_context, 4, 0.0, rng).token_ids
+    assert grown == wide.propose(long_context, 4, 0.0, rng).token_ids
     with pytest.raises(ValueError, match="wider than the target's"):
         LlamaCppDraft(LlamaCppSettings(tiny_gguf(0), 1, 256), vocab_size=VOCAB - 1)
+
+
+def test_the_drafters_context_grows_as_its_session_does_up_to_the_trained_one() -> None:
+    """A session past the drafter's context grew it (it raised mid-output past 4,096 tokens
+    whatever the server's context): the same drafts as a drafter that held it all along, in
+    the session's own steps, the cells its last drafted token would take not counted; past
+    the model's trained context (the tiny model's: 512) a call says so."""
+    rng = np.random.default_rng(0)
+    small = LlamaCppDraft(LlamaCppSettings(tiny_gguf(0), 1, 256, threads=1), VOCAB)
+    wide = LlamaCppDraft(LlamaCppSettings(tiny_gguf(0), 1, 512, threads=1), VOCAB)
+    session = [1 + i % 50 for i in range(250)]
+    for _ in range(4):  # 250, 254, 258 (grown here), 262 tokens
+        block = small.propose(session, 4, 0.0, rng).token_ids
+        assert block == wide.propose(session, 4, 0.0, rng).token_ids
+        session += block
+    assert small._ctx.context_tokens == 512  # twice 256: at most the trained 512
+    assert small.propose([1] * 509, 4, 0.0, rng).token_ids  # 512 cells: 509 + 3 decoded
+    with pytest.raises(ValueError) as info:
+        small.propose([1] * 510, 4, 0.0, rng)
+    assert str(info.value) == (
+        "510 context + 4 draft tokens are past the llama.cpp draft's trained context of 512 tokens"
+    )
+
+
+def test_a_closed_context_refuses_every_call() -> None:
+    """A trim or a size read on a closed context crashed the process (segfault)."""
+    context = LlamaContext(LlamaCppSettings(tiny_gguf(0), 1, 256, threads=1))
+    context.close()
+    for call in (lambda: context.trim(0, 0), lambda: context.sequence_bytes(0),
+                 lambda: context.decode([(1, 0, 0, True)])):  # fmt: skip
+        with pytest.raises(RuntimeError, match="the llama.cpp context is closed"):
+            call()
 
 
 def test_with_lookup_a_sampled_block_proposes_looked_up_tokens_for_certain() -> None:

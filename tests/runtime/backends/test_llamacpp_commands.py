@@ -25,6 +25,7 @@ from edgespec.models.registry import ModelNotFoundError
 from edgespec.runtime.backends.llamacpp_backend import LlamaCppTarget
 from edgespec.runtime.backends.llamacpp_context import LlamaCppSettings
 from edgespec.runtime.backends.llamacpp_draft import LlamaCppDraft
+from edgespec.runtime.commands.cpus import thread_count
 from edgespec.runtime.commands.serve import backend_label
 from edgespec.runtime.commands.serve_arguments import add_arguments
 from edgespec.runtime.commands.serve_target import load_target, target_choice
@@ -62,8 +63,22 @@ def test_serve_backend_flags_choose_the_exact_or_the_lossy_configuration(tmp_pat
         _serve_args("--backend", "vllm")
     with pytest.raises(UserInputError, match="--llamacpp-sequences must be >= 2"):
         target_choice(_serve_args("--backend", "llamacpp", "--llamacpp-sequences", "1"), gguf, 1)
-    with pytest.raises(UserInputError, match="gpu_layers must be >= 0, got -1"):
-        target_choice(_serve_args("--backend", "llamacpp", "--llamacpp-gpu-layers", "-1"), gguf, 1)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "said"),
+    [("--llamacpp-gpu-layers", "-1", "must be >= 0, got -1"),
+     ("--llamacpp-sequences", "257", "must be <= 256 (the most sequences a llama.cpp context "
+      "holds), got 257")],
+)  # fmt: skip
+def test_llamacpp_flags_out_of_range_are_refused_at_the_flag(
+    flag: str, value: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """They were refused later naming the settings' field (``gpu_layers``) or as a context
+    llama.cpp could not make, without its limit."""
+    with pytest.raises(SystemExit):
+        _serve_args("--backend", "llamacpp", flag, value)
+    assert f"argument {flag}: {said}" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -101,6 +116,15 @@ def test_the_draft_backend_loads_a_gguf_and_drafts_chains_only() -> None:
     with pytest.raises(ConfigError, match="chains only"):
         make_drafter(str(tiny_gguf(1)), loaded.model, VOCAB, tree="2,1")
     assert load_draft_model("ngram", "llamacpp") is None
+    assert loaded.settings.threads is None  # llama.cpp's default unless told
+    assert load_draft_model(str(tiny_gguf(1)), "llamacpp", threads=1).settings.threads == 1
+
+
+def test_llamacpp_threads_follow_threads_else_the_cpus() -> None:
+    """--cpus 0 alone ran llama.cpp on its default 4 threads; the draft ignored --threads."""
+    assert thread_count((0,), None) == 1
+    assert thread_count((0, 1), 3) == 3
+    assert thread_count(None, None) is None
 
 
 def _edgespec(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

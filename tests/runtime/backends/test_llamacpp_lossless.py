@@ -165,7 +165,7 @@ def test_gemma_sessions_crossing_the_sliding_window_match_target_only_decoding()
     """Real Gemma 3 270M (512-token sliding window, swa_full): two sessions whose contexts
     cross the window while they share passes, drafting right and wrong tokens (rejections
     trim the sequences across the window edge), against target-only greedy decoding."""
-    from edgespec.runtime.backends.llamacpp_context import model_file
+    from edgespec.models.registry import model_file
     from edgespec.runtime.wire.inprocess import target_greedy_decode
 
     target = LlamaCppTarget(LlamaCppSettings(model_file("gemma3-270m"), 4, 1024, threads=1))
