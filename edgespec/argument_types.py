@@ -176,6 +176,29 @@ def positive_float(text: str) -> float:
     return value
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest float32: an optimiser's settings are its tensors' (torch's Adam raised a
+traceback on a larger ``--lr``)."""
+
+
+def optimiser_rate(text: str) -> float:
+    """``--lr``: a finite float > 0 that a float32 holds."""
+    return _float32(positive_float(text))
+
+
+def optimiser_decay(text: str) -> float:
+    """``--weight-decay``: a finite float >= 0 that a float32 holds."""
+    return _float32(non_negative_float(text))
+
+
+def _float32(value: float) -> float:
+    if value > FLOAT32_MAX:
+        raise argparse.ArgumentTypeError(
+            f"must be <= {FLOAT32_MAX:.4g} (a float32, as the optimiser holds it), got {value:g}"
+        )
+    return value
+
+
 def seconds_at_most(limit: float) -> Callable[[str], float]:
     """An argparse type: a finite number of seconds > 0, at most ``limit``."""
 

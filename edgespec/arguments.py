@@ -16,8 +16,9 @@ from dataclasses import dataclass, replace
 from edgespec.argument_types import (
     cpu_list,
     int_at_most,
-    non_negative_float,
     open_fraction,
+    optimiser_decay,
+    optimiser_rate,
     positive_float,
     positive_int,
     seed_int,
@@ -166,8 +167,8 @@ TRAINING_FLAGS: dict[str, str] = {
 _OPTIONAL = ("weight_decay", "batch_size", "holdout")
 _CHECKS: dict[str, Callable[[str], float]] = {
     "epochs": positive_int,
-    "learning_rate": positive_float,
-    "weight_decay": non_negative_float,
+    "learning_rate": optimiser_rate,
+    "weight_decay": optimiser_decay,
     "batch_size": positive_int,
     "holdout": open_fraction,
 }

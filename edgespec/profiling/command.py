@@ -240,9 +240,11 @@ def _measure(
     a line says either way."""
     from rich.progress import Progress
 
+    from edgespec.errors import UserInputError
     from edgespec.profiling.checkpoint import CheckpointWriter, checkpoint_path, setup_of
     from edgespec.profiling.draft_batch import batch_cells
     from edgespec.profiling.grid import design_grid
+    from edgespec.profiling.measure import grid_context_problem
     from edgespec.profiling.run import DRAFT_CONTEXTS, profile_pair
     from edgespec.runtime.backends.mask_check_cache import checked_target
     from edgespec.runtime.commands.signals import Terminated
@@ -250,6 +252,9 @@ def _measure(
     num_configs = len(design_grid(spec))
     done_before = 0 if resume is None else len(resume.samples)
     target, draft = pair
+    context = target.model.config.get_text_config().max_position_embeddings
+    if context and (problem := grid_context_problem(design_grid(spec), context, args.scale)):
+        raise UserInputError(problem)  # before the checkpoint: nothing to resume
     placement = device_placement(args)
     setup = setup_of(args.target, spec, args.threads, placement.device, placement.dtype)
     writer = CheckpointWriter(checkpoint_path(Path(args.out)), setup, append=resume is not None)

@@ -90,6 +90,34 @@ def cold_draft_tokens(new: int) -> int:
     return min(4, new // 2)
 
 
+def _output_budget(entry: Entry) -> int:
+    """The ``max_new_tokens`` an entry's session opens with: what its passes commit at
+    most (a cold entry's one pass: its draft + 1; a follow-up's setup pass and its
+    ``new`` tokens), and 2 more."""
+    new, cached = entry
+    return (cold_draft_tokens(new) if cached == 0 else new) + 3
+
+
+def context_needed(entry: Entry) -> int:
+    """The target context an entry's session takes: its prompt and its output budget."""
+    new, cached = entry
+    prompt = cached if cached > 0 else new - cold_draft_tokens(new)
+    return prompt + _output_budget(entry)
+
+
+def grid_context_problem(grid: Sequence[GridConfig], context: int, scale: float) -> str | None:
+    """Why a target of ``context`` tokens cannot be profiled over ``grid``, laid out at
+    ``--scale`` ``scale`` (its largest entry's :func:`context_needed` over it), ``None``
+    when it can: said once the target loads, before anything is measured (it failed
+    mid-profile, and its checkpoint with it)."""
+    needed = max(context_needed(entry) for config in grid for entry in config.entries)
+    if needed <= context:
+        return None
+    return (f"the grid's largest entry needs {needed} tokens of context (prompt and output), "
+            f"over the target's context of {context}: lower --scale (about "
+            f"{scale * (context - 3) / needed:.2f} fits)")  # fmt: skip
+
+
 def logit_rows(entry: Entry) -> int:
     """Positions of ``entry`` whose vocabulary logits the timed pass computes (the engine's
     ``num_logits``: drafted + 1). A cold entry drafts :func:`cold_draft_tokens`; a follow-up
@@ -112,7 +140,7 @@ def _prepare(
         else:
             draft = cold_draft_tokens(new)
             prompt = prompts.take(new - draft)
-        sampling = SamplingParams(max_new_tokens=new + 3)
+        sampling = SamplingParams(max_new_tokens=_output_budget((new, cached)))
         engine.open_session(SessionSpec(sid, "profile", prompt, sampling))
         if cached > 0:
             setups.append(VerifyCall(sid, len(prompt), prompts.tokens(1)))

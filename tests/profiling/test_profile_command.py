@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from edgespec.errors import UserInputError
 from edgespec.profiling.checks import check_args
 from edgespec.profiling.command import add_arguments
 from edgespec.profiling.command import run as run_command
+from edgespec.profiling.measure import context_needed
 from edgespec.runtime.testing import tiny_llama
 
 
@@ -66,3 +68,31 @@ def test_command_logs_progress_lines_when_not_on_a_terminal(
     done, total = lines[-1].split()[1].split("/")
     assert done == total
     assert (tmp_path / "p.yaml").is_file()
+
+
+def test_a_grid_past_the_targets_context_is_refused_before_anything_is_measured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A target of 64 tokens of context: the quick grid's largest entry (a follow-up of 96
+    tokens, cached and new, and 3) is refused once it loads, before a checkpoint is
+    written. It failed mid-profile with a traceback, its checkpoint refusing the rerun
+    (and --resume failing the same way)."""
+    model = tiny_llama()
+    model.config.max_position_embeddings = 64
+    model.save_pretrained(str(tmp_path / "tiny"))
+    argv = ("--target", str(tmp_path / "tiny"), "--quick", "--threads", "1")
+    with pytest.raises(UserInputError) as info:
+        run_command(_args(*argv, "--out", str(tmp_path / "p.yaml")))
+    assert str(info.value) == (
+        "the grid's largest entry needs 99 tokens of context (prompt and output), over the "
+        "target's context of 64: lower --scale (about 0.62 fits)"
+    )
+    assert list(tmp_path.iterdir()) == [tmp_path / "tiny"]  # no checkpoint to resume
+
+
+def test_an_entrys_context_is_its_prompt_and_what_its_passes_commit() -> None:
+    """A cold entry of 16 new tokens: a 12-token prompt and 4 drafted, its one pass
+    committing at most 5 (it opened with 16 + 3 = 19 new tokens, reserving 31 tokens for
+    16); a follow-up of 16 new over 256 cached: 256 + 16 + 3."""
+    assert context_needed((16, 0)) == 12 + 4 + 3
+    assert context_needed((16, 256)) == 256 + 16 + 3

@@ -253,7 +253,6 @@ def run(args: argparse.Namespace) -> int:
     job = draft_job(args)
     console = Console(stderr=True, markup=False)
     torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
     saved = make.load_saved(job)
     # The target's sizes from its config.json where there is one, so that what would fail or
     # mix only after generation is refused before the target loads; else once it has.

@@ -28,6 +28,7 @@ from edgespec.learn.finished import DRAFT, remove_earlier
 from edgespec.learn.progress import progress_bar
 from edgespec.models.library_output import library_output
 from edgespec.models.registry import ModelNotFoundError, model_identity
+from edgespec.models.seeding import torch_seeded
 
 
 def model_named(name: str) -> str:
@@ -78,12 +79,15 @@ def training_data_sha256(data: TrainingData) -> str:
 
 
 def new_or_saved_draft(job: DraftJob, target: Any, saved: Any, data: TrainingData) -> Any:
-    """The saved draft to continue, or a new one initialised from the target's embeddings."""
+    """The saved draft to continue, or a new one initialised from the target's embeddings,
+    its random weights drawn from ``--seed`` alone (whatever drew from torch's generator
+    before: loading the target does)."""
     if saved is not None:
         return saved
     embeddings = target.model.get_input_embeddings().weight.detach()
     special = samples.special_token_ids(target.tokenizer)
-    return distill.init_draft(embeddings, data.kept, job.architecture, special, job.target)
+    with torch_seeded(job.training.seed):
+        return distill.init_draft(embeddings, data.kept, job.architecture, special, job.target)
 
 
 def checkpointer(job: DraftJob, data: TrainingData, say: Callable[[str], None]) -> Checkpointer:

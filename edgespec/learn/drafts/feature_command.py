@@ -165,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.learn.drafts.checkpoint import check_resumable
     from edgespec.learn.drafts.draft_progress import shown
     from edgespec.learn.drafts.feature_record import record_features_folder
+    from edgespec.models.seeding import torch_seeded
 
     shards = _checked_folders(args)
     options = training_options(args)
@@ -180,14 +181,14 @@ def run(args: argparse.Namespace) -> int:
     check_resumable(args.out, training.checkpoint_settings(args, settings, holdout), args.overwrite)
     console = Console(stderr=True, markup=False)
     torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
     target, shape, kept_from = _checked_target(console, args)
     kept = kept_from if kept_from is not None else _kept_tokens(args, target)
     record_features_folder(args.features_dir, shape, args.data_dir)
     done = _featurize(args, target, shards, console)
     train, val = ft.split_by_prompt(ft.load_feature_files(done), holdout, args.seed)
     ft.check_trainable(train, len(val), holdout, settings.num_steps)
-    net = _new_draft(args, target, kept)
+    with torch_seeded(args.seed):  # its random weights from --seed alone
+        net = _new_draft(args, target, kept)
     positions = sum(len(s.ids) for s in train)
     console.print(
         f"training on {len(train)} sequences ({positions} positions), {len(val)} held out"

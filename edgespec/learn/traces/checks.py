@@ -123,7 +123,10 @@ def prompt_sets(args: argparse.Namespace) -> list[tuple[str, list[Any]]]:
     given: dict[str, str] = {}  # set name -> the --dataset that named it
     for name in args.dataset or ["gsm8k"]:
         if name in DATASETS + HELD_OUT:
-            prompts = load_prompts(name, args.split, args.limit)
+            try:
+                prompts = load_prompts(name, args.split, args.limit)
+            except ValueError as exc:  # 'general' has no train split
+                raise UserInputError(f"--dataset {name} --split {args.split}: {exc}") from None
             label = name
         else:
             path = Path(name)

@@ -233,7 +233,12 @@ def _validation(
 
     if settings.validation <= 0:
         return train_eps, [], None
-    train_eps, val_eps = split_list(train_eps, settings.validation, settings.seed + 2, groups)
+    try:
+        train_eps, val_eps = split_list(train_eps, settings.validation, settings.seed + 2, groups)
+    except ValueError as exc:  # one training prompt left: none to set aside and train on
+        raise UserInputError(f"--validation {settings.validation:g}: no training prompt to set "
+                             f"aside after --holdout ({exc}); capture more prompts, or give "
+                             "--validation 0") from None  # fmt: skip
     validation = build_instances(data, val_eps, settings.draws, settings.budget, settings.seed + 3)
     if validation.base.min() == validation.base.max():
         raise UserInputError("--validation: the validation prompts hold one class only")

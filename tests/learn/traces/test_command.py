@@ -68,6 +68,18 @@ def test_unknown_dataset_lists_the_bundled_ones(
     )
 
 
+def test_the_held_out_set_has_no_train_split_to_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was a ValueError traceback, before any model loaded."""
+    args = ["trace", "--target", "never-loaded", "--draft", "ngram", "--dataset", "general"]
+    assert main([*args, "--split", "train", "--out", str(tmp_path / "x.jsonl")]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec trace: --dataset general --split train: 'general' is held out from "
+        "training: it has a test split only\n"
+    )
+
+
 def test_trace_command_rejects_bad_numbers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -68,7 +68,7 @@ def test_a_diverged_training_writes_no_head(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "o"
-    assert _train(_data(tmp_path), out, "--epochs", "2", "--lr", "1e308") == 2
+    assert _train(_data(tmp_path), out, "--epochs", "2", "--lr", "1e30") == 2
     err = capsys.readouterr().err.splitlines()
     assert err[:2] == ["epoch 1/2: loss nan", "epoch 2/2: loss nan"]  # each epoch said
     assert err[-1] == (
@@ -154,3 +154,19 @@ def test_finite_data_still_trains(tmp_path: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == [
         "tiny-acceptance.json", "tiny-head.json", "tiny-metrics.json",
     ]  # fmt: skip
+
+
+def test_validation_with_one_training_prompt_left_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """16 prompts, 15 held out: --validation has none to set aside (it was a ValueError
+    traceback, where --holdout's own split is one line)."""
+    out = tmp_path / "o"
+    argv = ("--epochs", "1", "--holdout", "0.95", "--validation", "0.5")
+    assert _train(_data(tmp_path), out, *argv) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "edgespec train wisv: --validation 0.5: no training prompt to set aside after "
+        "--holdout (need mismatches from at least 2 prompts, got 1); capture more prompts, or "
+        "give --validation 0"
+    )
+    assert not out.exists()
