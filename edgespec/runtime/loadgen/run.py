@@ -144,7 +144,9 @@ class LoadRun:
     def _kill_clients(self, count: int, at_s: float, end_s: float) -> None:
         """Kill ``count`` client processes, taken in turn (at most the live ones: after the
         arrivals' end a killed process is not started again, so fewer may be left than
-        ``--faults`` asked for); each is started again while arrivals go on."""
+        ``--faults`` asked for); each is started again while arrivals go on. One killed
+        after the drain's end (a restart before it waited that long) had its requests lost,
+        not killed: they were still running when the drain ended."""
         live = sorted(self._workers)
         victims = [live[(self._next_victim + i) % len(live)] for i in range(min(count, len(live)))]
         self._next_victim += len(victims)
@@ -155,7 +157,9 @@ class LoadRun:
             worker.proc.join()
             num_clients += len(worker.spec.client_ids)
             incarnation = worker.spec.incarnation
-            self._retire(worker, None)
+            # past the drain's end its requests were lost already (still running then)
+            drained = time.monotonic() > self._tally.drain_end_s
+            self._retire(worker, self._tally.drained if drained else None)
             if time.monotonic() < end_s:
                 self._spawn(index, incarnation + 1)
                 num_restarted += 1

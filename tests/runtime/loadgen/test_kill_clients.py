@@ -60,3 +60,19 @@ def test_kills_after_the_arrivals_end_take_only_the_processes_left() -> None:
         "1 of 2 asked (1 left) client processes (2 clients) killed, 0 restarted (arrivals over)",
     ]
     assert [line.split("] ", 1)[1] for line in said] == details
+
+
+def test_a_kill_after_the_drains_end_counts_its_requests_lost() -> None:
+    """A restart-server fault that waited past the drain's end holds a later kill-clients
+    back until then: the killed process's requests were still running when the drain ended,
+    lost as the drain's end counts them (they were counted killed by a fault)."""
+    run, _ = _run_with_two_processes()
+    run._workers[0].requests.in_flight.add("r-early")
+    run._workers[1].requests.in_flight.add("r-late")
+    now = time.monotonic()
+    run._tally.drain_end_s = now + 60.0
+    run._apply(Fault("kill-clients", 1.0, 1), start_s=now - 1.0, end_s=now - 0.5)
+    run._tally.drain_end_s = time.monotonic() - 0.1  # the drain is over
+    run._apply(Fault("kill-clients", 1.5, 1), start_s=now - 1.5, end_s=now - 0.5)
+    assert run._tally.killed == ["r-early"]
+    assert run._tally.lost == [("r-late", "still running 1 s after the arrivals ended")]
