@@ -20,7 +20,7 @@ from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 
 from edgespec import __version__
-from edgespec.errors import UserInputError
+from edgespec.errors import RunFailedError, UserInputError
 from edgespec.policies.contracts import PolicyContractError
 from edgespec.reproduce.command import PAPERS
 from edgespec.runtime.commands.signals import Terminated, sigterm_raises, stopped
@@ -191,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserInputError as exc:
         print(f"{name}: {exc}", file=sys.stderr)
         return 2
-    except PolicyContractError as exc:  # a policy's answer out of contract: its bug, not input
+    except (PolicyContractError, RunFailedError) as exc:  # its code or its machine, not input
         print(f"{name}: {exc}", file=sys.stderr)
         return 1
     except FileNotFoundError as exc:

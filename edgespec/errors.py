@@ -17,6 +17,11 @@ class UserInputError(Exception):
     """Bad user input; the message says exactly what and where."""
 
 
+class RunFailedError(Exception):
+    """A run that failed for a reason outside its input (a sweep's worker process killed):
+    the CLI prints it as one line, status 1; the message says what failed and where."""
+
+
 class MissingPackageError(UserInputError, ImportError):
     """An optional package this use needs is not installed; the message names the package
     and the ``pip install`` that brings it. Still an :class:`ImportError` for callers that

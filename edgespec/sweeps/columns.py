@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, get_args, get_type_hints
+
+from edgespec.metrics.types import SystemMetrics
 
 LIST_KEYS: Mapping[str, str] = MappingProxyType(
     {"slo_classes": "slo_class", "batch_sizes": "batch_size"}
@@ -69,6 +72,19 @@ def _entries(name: str, values: list[Any]) -> list[tuple[str, tuple[int, Any], A
         order = (0, key) if number else (1, label)
         entries[label] = (label, order, {k: v for k, v in value.items() if k != field})
     return list(entries.values())
+
+
+def columns_record(metrics: SystemMetrics) -> dict[str, Any]:
+    """``metrics.to_dict()`` with each null record (``ttft``, ``tpot``, ``time_split``...
+    of a run that finished no request) as its fields, each null: the row then has the
+    columns every row has (``ttft.p99_s``), whether or not its run finished a request."""
+    data = metrics.to_dict()
+    hints = get_type_hints(SystemMetrics)
+    for name, value in data.items():
+        kinds = [k for k in get_args(hints[name]) if is_dataclass(k)]
+        if value is None and kinds:
+            data[name] = {f.name: None for f in fields(kinds[0])}
+    return data
 
 
 def cell(value: Any) -> Any:

@@ -21,11 +21,12 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from edgespec.errors import UserInputError
-from edgespec.sweeps.stops import worker_signals
+from edgespec.sweeps.stops import WorkerDied, worker_signals
 
 WORKERS_PER_CPU = 4
 """``--workers`` may ask for at most this many processes per CPU of this machine."""
@@ -53,7 +54,9 @@ def check_workers(workers: int, address: str | None = None) -> None:
 
 
 class SweepExecutor(Protocol):
-    """Runs ``fn`` on every item; yields ``(item index, fn(item))`` as each finishes."""
+    """Runs ``fn`` on every item; yields ``(item index, fn(item))`` as each finishes. An
+    item whose worker process dies without an answer raises
+    :class:`~edgespec.sweeps.stops.WorkerDied`."""
 
     def map_unordered(
         self, fn: Callable[[Any], Any], items: Sequence[Any]
@@ -90,7 +93,11 @@ class ProcessPoolSweepExecutor:
         try:
             futures = {pool.submit(fn, item): index for index, item in enumerate(items)}
             for future in as_completed(futures):
-                yield futures[future], future.result()
+                try:
+                    result = future.result()
+                except BrokenProcessPool:  # its process killed (out of memory, SIGKILL)
+                    raise WorkerDied(futures[future]) from None
+                yield futures[future], result
         except BaseException:  # an error, Ctrl-C, SIGTERM, or the caller closed us
             ended(pool)
             raise

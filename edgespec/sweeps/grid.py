@@ -30,14 +30,15 @@ from edgespec.config import (
 )
 from edgespec.config.errors import in_context
 from edgespec.config.overrides import shown
-from edgespec.errors import UserInputError
+from edgespec.errors import RunFailedError, UserInputError
 from edgespec.metrics.types import SystemMetrics
 from edgespec.output_paths import write_text_atomically
 from edgespec.policies.contracts import PolicyContractError
-from edgespec.sweeps.columns import Rank, cell, ranked
+from edgespec.sweeps.columns import Rank, cell, columns_record, ranked
 from edgespec.sweeps.executor import SerialExecutor, SweepExecutor, results_of
 from edgespec.sweeps.kept_points import KeptPoints
 from edgespec.sweeps.progress import progress_bar
+from edgespec.sweeps.stops import WorkerDied
 
 Runner = Callable[[dict[str, Any]], SystemMetrics]
 PointCheck = Callable[[Mapping[str, Any]], object]
@@ -189,6 +190,14 @@ class _PointRun:
             raise at_point(exc, n, self.total, point) from exc
 
 
+def _died(n: int, total: int, point: Mapping[str, Any]) -> str:
+    """What a sweep whose point ``n`` (from 0) lost its worker process says."""
+    label = " ".join(override_text(k, v) for k, v in point.items())
+    return (f"sweep point {n + 1} of {total} ({label}): its worker process died without an "
+            "answer (killed: out of memory, or a signal); the points finished are kept: run "
+            "the same command again, with fewer --workers if memory ran out")  # fmt: skip
+
+
 def tracked(bar: Any, description: str, items: Sequence[T]) -> Iterator[T]:
     """``items``, one by one, a task of ``bar`` advanced as each is done with."""
     task = bar.add_task(description, total=len(items))
@@ -230,13 +239,17 @@ def run_sweep(
             bar.update(task, description=said, advance=len(metrics))
         items = [(n, p, scenarios[n]) for n, p in enumerate(points) if n not in metrics]
         with results_of(executor or SerialExecutor(), _PointRun(run, len(points)), items) as done:
-            for position, result in done:  # the position in items
-                index = items[position][0]
-                metrics[index] = result
-                if kept is not None:
-                    kept.keep(index, result)
-                label = " ".join(override_text(k, v) for k, v in points[index].items())
-                bar.update(task, description=f"sweep: done {label}", advance=1)
+            try:
+                for position, result in done:  # the position in items
+                    index = items[position][0]
+                    metrics[index] = result
+                    if kept is not None:
+                        kept.keep(index, result)
+                    label = " ".join(override_text(k, v) for k, v in points[index].items())
+                    bar.update(task, description=f"sweep: done {label}", advance=1)
+            except WorkerDied as died:  # its process killed: the machine's, not the input's
+                n = items[died.index][0]
+                raise RunFailedError(_died(n, len(points), points[n])) from None
     return [SweepPoint(i, MappingProxyType(dict(p)), metrics[i]) for i, p in enumerate(points)]
 
 
@@ -253,8 +266,10 @@ def write_sweep(path_stem: Path, points: Sequence[SweepPoint]) -> tuple[Path, Pa
     CSV columns: ``index``, the swept keys (their values as typed: ``true``, ``null``),
     then every metric as a dotted path
     (:func:`~edgespec.sweeps.columns.flatten`: per-class SLO stats as
-    ``slo_classes.<class>.…``, the batch-size histogram as ``batch_sizes.<size>.num_batches``);
-    a column missing from a point is left empty.
+    ``slo_classes.<class>.…``, the batch-size histogram as ``batch_sizes.<size>.num_batches``;
+    a null record, a run's latencies when it finished no request, as its fields, empty:
+    :func:`~edgespec.sweeps.columns.columns_record`); a column missing from a point is left
+    empty. A swept key that is a metric too (``duration_s``) is one column, as typed.
     """
     path_stem = Path(path_stem)
     path_stem.parent.mkdir(parents=True, exist_ok=True)
@@ -266,10 +281,10 @@ def write_sweep(path_stem: Path, points: Sequence[SweepPoint]) -> tuple[Path, Pa
     swept: dict[str, None] = {}  # the swept keys, in order
     ranks: dict[str, Rank] = {}  # every metric column, and where it goes
     for p in points:
-        metrics = ranked(p.metrics.to_dict(), "", ())
+        metrics = ranked(columns_record(p.metrics), "", ())
         swept.update(dict.fromkeys(p.overrides))
-        rows.append({"index": p.index, **{k: _swept_cell(v) for k, v in p.overrides.items()}})
-        rows[-1].update({column: value for column, (value, _) in metrics.items()})
+        rows.append({"index": p.index, **{c: v for c, (v, _) in metrics.items()}})
+        rows[-1].update({k: _swept_cell(v) for k, v in p.overrides.items()})  # as typed
         ranks.update({column: rank for column, (_, rank) in metrics.items() if column not in ranks})
     metric_columns = sorted((c for c in ranks if c not in swept), key=lambda c: ranks[c])
     columns = ["index", *swept, *metric_columns]

@@ -3,11 +3,14 @@ one point's failure) and run again resumes them instead of starting over.
 
 Each point's metrics are written, whole (a temporary file renamed), as soon as it finishes,
 into a folder of the sweep's own (:meth:`KeptPoints.for_sweep`): named by a SHA-256 of the
-base scenario, the grid and this package's files (code and bundled data), so only the same
-sweep by the same code finds it; the same command, whatever its ``--out``, ``--workers`` or
-engine, reruns only the points left. A simulation is a function of its scenario (its seed
-included), so a kept point's metrics are the ones its run would give again; a file the
-scenario reads (a trace) is the user's to keep unchanged between the two. The folder is
+base scenario, the grid (its keys in order: ``--sweep a=.. b=..`` numbers its points
+otherwise than ``b=.. a=..``), this package's files (code and bundled data) and the folder
+the command runs in (a relative path it was given names another file from another folder),
+so only the same sweep by the same code from the same folder finds it; the same command
+there, whatever its ``--out``, ``--workers`` or engine, reruns only the points left. A
+simulation is a function of its scenario (its seed included), so a kept point's metrics are
+the ones its run would give again; a file the scenario reads (a trace) is the user's to
+keep unchanged between the two. The folder is
 removed once the sweep's points are all done.
 
 The metrics are pickled: the folder is in this user's own cache (``$EDGESPEC_CACHE`` or
@@ -62,9 +65,15 @@ def package_digest(root: Path = PACKAGE) -> str:
     return digest.hexdigest()
 
 
-def sweep_key(base: Mapping[str, Any], grid: Mapping[str, Sequence[Any]], code: str) -> str:
-    """The name of the sweep's folder: a SHA-256 of its base scenario, grid and ``code``."""
-    text = json.dumps({"base": base, "grid": grid, "code": code}, sort_keys=True, default=repr)
+def sweep_key(
+    base: Mapping[str, Any], grid: Mapping[str, Sequence[Any]], code: str, folder: Path
+) -> str:
+    """The name of the sweep's folder: a SHA-256 of its base scenario, grid (its keys in
+    their order: a point's number depends on it), ``code`` and the ``folder`` the command
+    runs in (the paths it was given are read against it)."""
+    ordered = [[key, list(values)] for key, values in grid.items()]
+    data = {"base": base, "grid": ordered, "code": code, "folder": str(folder)}
+    text = json.dumps(data, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -78,8 +87,9 @@ class KeptPoints:
     def for_sweep(
         cls, root: Path, base: Mapping[str, Any], grid: Mapping[str, Sequence[Any]]
     ) -> KeptPoints:
-        """The folder under ``root`` of the sweep of ``grid`` over ``base`` by this code."""
-        return cls(root / sweep_key(base, grid, package_digest()))
+        """The folder under ``root`` of the sweep of ``grid`` over ``base`` by this code,
+        from the current folder."""
+        return cls(root / sweep_key(base, grid, package_digest(), Path.cwd().resolve()))
 
     def _path(self, index: int) -> Path:
         return self.folder / f"point-{index}.pickle"

@@ -34,7 +34,7 @@ from typing import Any
 
 from edgespec.config import ConfigError
 from edgespec.errors import MissingPackageError, UserInputError
-from edgespec.sweeps.stops import kept_stop_handlers, sigterm_interrupts
+from edgespec.sweeps.stops import WorkerDied, kept_stop_handlers, sigterm_interrupts
 
 CONNECT_TIMEOUT_S = 5.0
 """How long :func:`check_address` waits for a cluster's ``host:port`` to accept and answer
@@ -221,13 +221,16 @@ def _caused_by_unknown_policy(exc: BaseException) -> bool:
     return False
 
 
-def _result(ray: Any, ref: Any) -> Any:
-    """``ray.get(ref)``; a task's error raised as the task raised it (the module
-    docstring), from Ray's, whose text keeps the worker's traceback."""
+def _result(ray: Any, ref: Any, index: int) -> Any:
+    """``ray.get(ref)``, item ``index``'s; a task's error raised as the task raised it (the
+    module docstring), from Ray's, whose text keeps the worker's traceback; a worker that
+    died under it (killed: out of memory) :class:`~.stops.WorkerDied`."""
     try:
         return ray.get(ref)
     except ray.exceptions.RayTaskError as exc:
         raise exc.cause from exc
+    except ray.exceptions.WorkerCrashedError:
+        raise WorkerDied(index) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,7 +286,10 @@ class RaySweepExecutor:
                     next_index += 1
                 with sigterm_interrupts():  # Ray's wait drops any other exception
                     done, _ = ray.wait(list(pending), num_returns=1)
-                    results = [(pending.pop(ref), _result(ray, ref)) for ref in done]
+                    indices = [pending.pop(ref) for ref in done]
+                    results = [
+                        (i, _result(ray, ref, i)) for i, ref in zip(indices, done, strict=True)
+                    ]
                 yield from results
         finally:
             if started:

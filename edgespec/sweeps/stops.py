@@ -4,7 +4,8 @@ SIGINT and die of SIGTERM (:func:`worker_signals`); Ray's ``ray.init`` replaces 
 driver's handlers, which are put back (:func:`kept_stop_handlers`), and Ray's waits turn
 only a ``KeyboardInterrupt`` raised in a handler into an error (any other exception is
 printed and dropped), so SIGTERM reaches them as one (:func:`sigterm_interrupts`) and is
-delivered again to the driver's handler once the wait has ended."""
+delivered again to the driver's handler once the wait has ended. A worker killed under an
+item (out of memory, SIGKILL) ends the run with :class:`WorkerDied`, whichever engine."""
 
 from __future__ import annotations
 
@@ -74,3 +75,13 @@ def sigterm_interrupts() -> Iterator[None]:
         raise
     finally:
         signal.signal(signal.SIGTERM, found)
+
+
+class WorkerDied(Exception):
+    """The process running item ``index`` died without an answer (killed: out of memory,
+    SIGKILL): what :meth:`~edgespec.sweeps.executor.SweepExecutor.map_unordered` raises
+    for it, whichever engine."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(f"the worker process running item {index} died")
+        self.index = index

@@ -4,12 +4,22 @@ engine asks for at least one CPU."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures.process import _ExecutorManagerThread
+from typing import Any
 
+import pytest
+
+from edgespec.errors import RunFailedError
 from edgespec.sweeps.executor import ProcessPoolSweepExecutor, make_executor, results_of
+from edgespec.sweeps.grid import run_sweep
 from edgespec.sweeps.ray_executor import RaySweepExecutor
+from edgespec.sweeps.stops import WorkerDied
+from tests.sweeps.test_capacity import metrics_with_violations
 
 
 def test_a_process_pool_yields_each_result_under_its_items_index() -> None:
@@ -38,3 +48,34 @@ def test_a_pool_stopped_early_leaves_none_of_its_threads_running() -> None:
             ]
             assert pool_threads
         assert [t.name for t in pool_threads if t.is_alive()] == []
+
+
+def _killed_at_two(item: int) -> int:
+    """A point whose worker the system kills (out of memory, SIGKILL)."""
+    if item == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return item
+
+
+def test_a_killed_worker_is_its_point_named_in_one_line_status_1(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A process pool's worker killed under a point raised BrokenProcessPool, a traceback
+    that never named the point; it is WorkerDied for its item, the run's one line names it."""
+    with pytest.raises(WorkerDied) as info:
+        list(ProcessPoolSweepExecutor(2).map_unordered(_killed_at_two, [0, 1, 2, 3]))
+    assert info.value.index == 2
+
+    class Dies:
+        def map_unordered(self, fn: Any, items: Any) -> Iterator[tuple[int, Any]]:
+            yield 0, fn(items[0])
+            raise WorkerDied(1)
+
+    with pytest.raises(RunFailedError) as failed:
+        run_sweep({"seed": 0}, {"seed": [5, 6]}, lambda d: metrics_with_violations(0),
+                  progress=False, executor=Dies())  # fmt: skip
+    assert str(failed.value) == (
+        "sweep point 2 of 2 (seed=6): its worker process died without an answer (killed: out "
+        "of memory, or a signal); the points finished are kept: run the same command again, "
+        "with fewer --workers if memory ran out"
+    )

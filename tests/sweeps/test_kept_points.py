@@ -74,7 +74,24 @@ def test_another_sweep_or_other_code_finds_nothing_and_a_bad_entry_runs_again(
     assert list(kept.kept(4)) == [0]  # the unreadable one is run again
     assert KeptPoints.for_sweep(tmp_path, {"seed": 0}, {"seed": [0, 1]}).kept(2) == {}
     assert KeptPoints.for_sweep(tmp_path, {"seed": 9}, GRID).kept(4) == {}
-    assert sweep_key({"seed": 0}, GRID, "code-a") != sweep_key({"seed": 0}, GRID, "code-b")
+    here = Path("/here")
+    assert sweep_key({"seed": 0}, GRID, "a", here) != sweep_key({"seed": 0}, GRID, "b", here)
+
+
+def test_the_grids_key_order_and_the_commands_folder_make_another_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--sweep a=.. b=..`` numbers its points otherwise than ``b=.. a=..``: the second,
+    resumed, found the first's points by number (a point of duration 1,500 s came back with
+    the metrics of one of 1 s). A relative path is read against the command's folder: the
+    same sweep from another folder reads other files (it took the first's points)."""
+    two = {"duration_s": [1, 1500], "seed": [0, 1]}
+    swapped = {"seed": [0, 1], "duration_s": [1, 1500]}
+    assert KeptPoints.for_sweep(tmp_path, {}, two) != KeptPoints.for_sweep(tmp_path, {}, swapped)
+    here = KeptPoints.for_sweep(tmp_path, {}, two)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert KeptPoints.for_sweep(tmp_path, {}, two) != here
 
 
 def test_the_command_says_what_it_kept_and_resumes(

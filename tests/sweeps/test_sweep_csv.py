@@ -178,3 +178,34 @@ def test_swept_true_false_and_null_are_written_as_typed(
         {"fast_path": False, "workload.max_output_tokens": None},
         {"fast_path": False, "workload.max_output_tokens": 50},
     ]
+
+
+def test_a_point_that_finished_no_request_has_every_rows_columns(tmp_path: Path) -> None:
+    """A run that finished no request has null latencies and time split: its row had an
+    always-empty ``ttft`` column beside the other rows' ``ttft.p99_s``, and a sweep of such
+    points had no ``ttft.*`` column at all (a script reading ``ttft.p99_s`` failed or not
+    with the load). Now each is its fields, empty."""
+    empty = dataclasses.replace(
+        metrics_with_violations(0, total=4), ttft=None, service_ttft=None, tpot=None, e2e=None,
+        time_split=None,
+    )  # fmt: skip
+    for points in ([point(0, 0, {1: 1}), SweepPoint(1, MappingProxyType({"seed": 1}), empty)],
+                   [SweepPoint(0, MappingProxyType({"seed": 0}), empty)]):  # fmt: skip
+        _, csv_path = write_sweep(tmp_path / "sweep", points)
+        with csv_path.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+        for name in ("ttft", "service_ttft", "tpot", "e2e", "time_split"):
+            assert name not in rows[0]
+        assert rows[-1]["ttft.p99_s"] == "" and rows[-1]["time_split.queue_share"] == ""
+
+
+def test_a_swept_key_that_is_a_metric_too_is_one_column_as_typed(tmp_path: Path) -> None:
+    """``--sweep duration_s=1`` showed ``1.0``, the metric of that name written over it."""
+    metrics = dataclasses.replace(metrics_with_violations(0, total=4), duration_s=1.0)
+    _, csv_path = write_sweep(
+        tmp_path / "sweep", [SweepPoint(0, MappingProxyType({"duration_s": 1}), metrics)]
+    )
+    with csv_path.open(newline="") as f:
+        header, row = next(csv.reader(f)), next(csv.DictReader(csv_path.open(newline="")))
+    assert header.count("duration_s") == 1 and header[:2] == ["index", "duration_s"]
+    assert row["duration_s"] == "1"

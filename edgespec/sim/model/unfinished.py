@@ -16,7 +16,8 @@ def unfinished_count(
 ) -> UnfinishedCount:
     """The requests ``devices`` hold at ``end_s``, the end of a run: each one's running
     request (its session) and those waiting for it; those whose class has a target in
-    ``slo_targets`` (tokens/s by class) and those already sure to miss it, by class."""
+    ``slo_targets`` (tokens/s by class) and those already sure to miss it, by class, every
+    class with a target there (0 of 0 where it holds none)."""
     held: list[Request] = []
     for device in devices:
         if device.session is not None:
@@ -31,6 +32,9 @@ def unfinished_count(
             targets[request.slo_class] = target
             with_target[request.slo_class] += 1
             missed[request.slo_class] += already_missed(request, target, end_s)
+    for name, target in slo_targets.items():  # every class with a target, none held too:
+        if target is not None:  # a class none of whose requests arrived keeps its place
+            targets.setdefault(name, target)  # in the metrics (it vanished from them)
     classes = tuple(
         UnfinishedClass(name, targets[name], with_target[name], missed[name])
         for name in sorted(targets)

@@ -176,7 +176,9 @@ def test_a_server_side_run_retries_its_stream_until_the_first_chunk(
     down = Outage()  # never back: a 1 s budget, then the error
     monkeypatch.setattr(grpc_client, "RemoteVerifier", down.client)
     assert main([*argv, "--retry-timeout-s", "1"]) == 1
-    assert 1.0 <= down.since_start_s() < 1.0 + SLACK_S
+    # the budget counts from routing's start, a moment before the first Stats call that
+    # starts this clock (a loaded machine's CI read 0.999 s)
+    assert 1.0 - 0.05 <= down.since_start_s() < 1.0 + SLACK_S
     assert capsys.readouterr().err.endswith(
         "edgespec draft: UNAVAILABLE: failed to connect to all addresses (is an `edgespec "
         "serve` running and reachable at the --server address?)\n"
