@@ -244,6 +244,8 @@ def load_head(path: str | Path) -> DecisionHead:
     except ValueError as exc:  # json.JSONDecodeError is one
         kind = "not JSON: " if isinstance(exc, json.JSONDecodeError) else ""
         raise ValueError(f"{path} is not a decision head: {kind}{exc}") from None
+    except RecursionError:  # arrays nested past Python's recursion limit
+        raise ValueError(f"{path} is not a decision head: nested too deeply") from None
 
 
 def head_policy(path: str) -> DecisionHead:

@@ -112,7 +112,7 @@ def _run(args: argparse.Namespace) -> int:
     choice = target_choice(
         args, config.target, thread_count(args.cpus, args.threads)
     )  # a non-GGUF fails here
-    semantic_head(config, _say)  # not a head, or another target's: fails before loading
+    semantic_head(config, _say, draft)  # not a head, or another pair's: fails before loading
     check_profile(config)  # a drafter's or another model's profile: refused
     window = window_from_args(args)
     if window is not None:  # its blocks within what this server verifies, before loading

@@ -36,12 +36,14 @@ def check_before_loading(config: Any, draft_name: str | None) -> None:
         resolve_model(draft_name)
 
 
-def semantic_head(config: Any, warn: Callable[[str], None] | None = None) -> Any:
+def semantic_head(
+    config: Any, warn: Callable[[str], None] | None = None, draft: str | None = None
+) -> Any:
     """The decision head ``semantic_head`` names (``None`` without one), built through the
     policy registry (kind ``head``, name ``wisv``, its ``path``) before the model loads; a
-    file that is not a head, or a head trained for another target than ``target``
-    (compared as the models the names resolve to), is a :class:`ConfigError` at
-    ``semantic_head``. A head that records no target (written before heads recorded their
+    file that is not a head, or a head trained for another target than ``target``, or for
+    another draft than the server's own ``draft`` (its fused rounds' hidden states; compared
+    as the models the names resolve to), is a :class:`ConfigError` at ``semantic_head``. A head that records no target (written before heads recorded their
     pair) is served; ``warn`` is told that it cannot be checked."""
     from edgespec.config import ConfigError, PolicySpec
     from edgespec.models.registry import same_model
@@ -74,6 +76,15 @@ def semantic_head(config: Any, warn: Callable[[str], None] | None = None) -> Any
             f"{config.semantic_head} was trained for target {recorded}, not the served target "
             f"{config.target}: give a head trained for this target",
         )
+    trained_draft = head.trained_for.draft
+    if draft not in (None, "ngram") and trained_draft is not None:
+        if not same_model(trained_draft, draft):
+            raise ConfigError(
+                "semantic_head",
+                f"{config.semantic_head} was trained for draft {trained_draft}, not the "
+                f"server's --draft {draft}: its fused rounds would judge another draft's "
+                "hidden states; give a head trained for this pair",
+            )
     return head
 
 

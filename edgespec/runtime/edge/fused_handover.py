@@ -20,6 +20,7 @@ does not make it fused there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from edgespec.policies.contracts import policy_name
@@ -33,7 +34,7 @@ from edgespec.runtime.edge.rounds import (
     restore_pair_state,
 )
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import FusedCall
+from edgespec.runtime.messages import FusedCall, VerifyReply
 
 W = TypeVar("W")
 
@@ -52,10 +53,12 @@ def fused_handover(
     session_id: str,
     context: tuple[int, ...],
     decision: WindowDecision,
+    on_round: Callable[[VerifyReply], None] | None = None,
 ) -> tuple[WindowDecision | None, bool]:
     """Hand the session to the server for a run of fused rounds; record each round as it
-    arrives. Returns the decision for the next round (``None``: ask the device's policy)
-    and whether the request finished."""
+    arrives (and give its reply to ``on_round``, once it is in the ledger). Returns the
+    decision for the next round (``None``: ask the device's policy) and whether the
+    request finished."""
     if not isinstance(verifier, FusedVerifier):
         raise RequestError(
             ErrorCode.FAILED_PRECONDITION,
@@ -78,6 +81,8 @@ def fused_handover(
         uplink_s = network_s / 2 if index == 0 else 0.0
         times = (start, arrived, chunk.draft_s, uplink_s, network_s - uplink_s)
         finished = ledger.commit(chunk.gamma, len(chunk.draft_token_ids), reply, times, fused=True)
+        if on_round is not None:
+            on_round(reply)
         start, end = arrived, chunk.end
     if end is None:
         raise RequestError(

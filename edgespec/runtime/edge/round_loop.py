@@ -128,7 +128,8 @@ class RoundLoop:
             try:
                 if decision.fused:
                     decision, finished = fused_handover(
-                        self.verifier, policy, ledger, self.session_id, context, decision
+                        self.verifier, policy, ledger, self.session_id, context, decision,
+                        self._fused_round,
                     )
                     continue
                 gamma = capped_gamma(
@@ -157,6 +158,13 @@ class RoundLoop:
         rounds = self.ledger.rounds
         arrived = rounds[-1].end_s if rounds else sent
         return max(sent, self.resent_s or sent, arrived)
+
+    def _fused_round(self, reply: VerifyReply) -> None:
+        """A fused run's round, in the ledger now: one exchange (its chunk), and the draft
+        tokens it accepted that mismatched (a semantic session's server judges them), so
+        that these lists keep one entry per round of the ledger's."""
+        self.exchanges.append(1)
+        self.mismatches.append(reply.outcome.accepted_mismatches)
 
     def _commit(self, decision: WindowDecision, played: PlayedRound) -> bool:
         """Record a distributed round; True when the generation is finished."""

@@ -162,3 +162,5 @@ def load_reject_table(name: str, field: str = "verification.table") -> RejectSha
         return parse_reject_table(json.loads(text), str(path))
     except ValueError as exc:  # json.JSONDecodeError is one
         raise ConfigError(field, f"{path}: {exc}") from exc
+    except RecursionError:  # arrays nested past Python's recursion limit
+        raise ConfigError(field, f"{path}: nested too deeply") from None

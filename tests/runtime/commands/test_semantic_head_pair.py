@@ -48,6 +48,23 @@ def test_a_head_for_another_target_is_refused(
     )
 
 
+def test_a_head_for_another_draft_than_the_servers_is_refused(
+    tmp_path: Path, listener: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server's --draft drafts its fused rounds, whose hidden states the head judges:
+    a head trained for another draft was served (only its target was compared)."""
+    head = _head(tmp_path, {"target": "no-such-model", "draft": "gemma3-270m-draft"})
+    argv = [*_serve("no-such-model", head, listener), "--draft", "other-draft"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec serve: --semantic-head: {head} was trained for draft gemma3-270m-draft, not "
+        "the server's --draft other-draft: its fused rounds would judge another draft's "
+        "hidden states; give a head trained for this pair\n"
+    )
+    assert main([*_serve("no-such-model", head, listener), "--draft", "gemma3-270m-draft"]) == 2
+    assert capsys.readouterr().err.endswith(f"port {listener} is in use (on 127.0.0.1)\n")
+
+
 def test_a_head_without_the_record_is_served_with_one_warning(
     tmp_path: Path, listener: int, capsys: pytest.CaptureFixture[str]
 ) -> None:

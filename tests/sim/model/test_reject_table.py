@@ -11,6 +11,7 @@ import yaml
 
 from edgespec.cli import main
 from edgespec.config import ConfigError, as_written
+from edgespec.policies.semantic.head import load_head
 from edgespec.sim.model.reject_table import load_reject_table
 from tests.sim.helpers import tiny_scenario
 
@@ -50,6 +51,18 @@ def test_a_table_that_is_not_json_is_still_refused_at_the_field(tmp_path: Path) 
     assert str(error.value) == (
         f"config field 'verification.table': {path}: Expecting value: line 1 column 17 (char 16)"
     )
+
+
+def test_a_table_nested_past_the_recursion_limit_is_refused_at_the_field(tmp_path: Path) -> None:
+    """json.loads raised RecursionError, a traceback (the decision head's loader too)."""
+    path = tmp_path / "head-acceptance.json"
+    path.write_text("[" * 200_000)
+    with pytest.raises(ConfigError) as error:
+        load_reject_table(str(path))
+    assert str(error.value) == f"config field 'verification.table': {path}: nested too deeply"
+    with pytest.raises(ValueError) as info:
+        load_head(path)
+    assert str(info.value) == f"{path} is not a decision head: nested too deeply"
 
 
 def test_a_folder_or_device_is_named_as_such_not_as_missing(tmp_path: Path) -> None:
