@@ -43,8 +43,9 @@ def semantic_head(
     policy registry (kind ``head``, name ``wisv``, its ``path``) before the model loads; a
     file that is not a head, or a head trained for another target than ``target``, or for
     another draft than the server's own ``draft`` (its fused rounds' hidden states; compared
-    as the models the names resolve to), is a :class:`ConfigError` at ``semantic_head``. A head that records no target (written before heads recorded their
-    pair) is served; ``warn`` is told that it cannot be checked."""
+    as the models the names resolve to), is a :class:`ConfigError` at ``semantic_head``. A
+    head that records no target (written before heads recorded their pair) is served;
+    ``warn`` is told that it cannot be checked."""
     from edgespec.config import ConfigError, PolicySpec
     from edgespec.models.registry import same_model
     from edgespec.policies.registry import build_policy_at
@@ -77,14 +78,17 @@ def semantic_head(
             f"{config.target}: give a head trained for this target",
         )
     trained_draft = head.trained_for.draft
-    if draft not in (None, "ngram") and trained_draft is not None:
-        if not same_model(trained_draft, draft):
-            raise ConfigError(
-                "semantic_head",
-                f"{config.semantic_head} was trained for draft {trained_draft}, not the "
-                f"server's --draft {draft}: its fused rounds would judge another draft's "
-                "hidden states; give a head trained for this pair",
-            )
+    if (
+        draft not in (None, "ngram")
+        and trained_draft is not None
+        and not same_model(trained_draft, draft)
+    ):
+        raise ConfigError(
+            "semantic_head",
+            f"{config.semantic_head} was trained for draft {trained_draft}, not the "
+            f"server's --draft {draft}: its fused rounds would judge another draft's "
+            "hidden states; give a head trained for this pair",
+        )
     return head
 
 

@@ -128,7 +128,12 @@ class RoundLoop:
             try:
                 if decision.fused:
                     decision, finished = fused_handover(
-                        self.verifier, policy, ledger, self.session_id, context, decision,
+                        self.verifier,
+                        policy,
+                        ledger,
+                        self.session_id,
+                        context,
+                        decision,
                         self._fused_round,
                     )
                     continue

@@ -6,7 +6,6 @@ written, and the LOSSY line left out the fused rounds' accepted mismatches."""
 
 from __future__ import annotations
 
-
 from edgespec.core.types import SamplingParams
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
