@@ -6,6 +6,7 @@ from them.
 * :mod:`.profile_info` — what a profile says of itself (role, clock, model, measured
   range) and its numbers, checked; a profile refused for another role, or said to be used
   beyond what it measured;
+* :mod:`.memory_fit` — whether a server's weights and KV budget fit its card's memory;
 * :mod:`.cost_models` — roofline, WISP Eq. 19, Zhu Eq. 17 and lookup cost models;
 * :mod:`.batch_pricing` — how a batched pass is priced from its entries' shapes;
 * :mod:`.wisp` — WISP batching's parameters: a profile or Eq. 19's coefficients;

@@ -103,7 +103,8 @@ def check_scenario_dict(
 
 
 def say_profile_ranges(scenario: Scenario) -> None:
-    """Say on stderr, once each, a server pool's profile used beyond what it measured: its
+    """Say on stderr a server pool whose model and KV budget are more than its card's
+    memory, and, once each, a server pool's profile used beyond what it measured: its
     pool's ``max_batch_size`` above the profile's ``measured_max_batch_size``, or its
     ``kv_budget_tokens`` (the longest context a request can reach) above its
     ``measured_max_context_tokens`` (:func:`edgespec.hardware.profile_info.range_warning`;
@@ -112,6 +113,7 @@ def say_profile_ranges(scenario: Scenario) -> None:
 
     said: set[str] = set()
     for pool in scenario.auto_topology.servers:
+        _say_memory_fit(pool)
         profile = pool.cost_model.profile
         if pool.cost_model.kind == "roofline" or profile is None:
             continue
@@ -125,6 +127,20 @@ def say_profile_ranges(scenario: Scenario) -> None:
         if warning is not None and warning not in said:
             said.add(warning)
             print(f"edgespec sim: {warning}", file=sys.stderr)
+
+
+def _say_memory_fit(pool: Any) -> None:
+    """Say on stderr when ``pool``'s model and KV budget are more than its card's memory
+    (:func:`edgespec.hardware.memory_fit.memory_fit_warning`; presets refused elsewhere)."""
+    from edgespec.hardware.memory_fit import memory_fit_warning
+    from edgespec.hardware.presets import load_architecture, load_hardware
+
+    try:
+        model, card = load_architecture(pool.target_model), load_hardware(pool.hardware)
+    except ConfigError:  # refused at its field where the scenario is resolved
+        return
+    if (line := memory_fit_warning(pool.name, model, card, pool.kv_budget_tokens)) is not None:
+        print(f"edgespec sim: {line}", file=sys.stderr)
 
 
 def trace_sampling_warnings(scenario: Scenario) -> list[str]:
