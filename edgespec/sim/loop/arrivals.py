@@ -66,8 +66,10 @@ class Arrivals:
                 t0 = float(rng.uniform(0.0, wl.ramp_s)) if wl.ramp_s > 0 else 0.0
                 if t0 <= self.arrivals_end_s:
                     queue.push_arrival(t0, self.kind, dev.device_id, dev)
-        elif wl.kind == "poisson":
-            queue.push_arrival(float(self.rng.exponential(1.0 / wl.rate_per_s)), self.kind, 0, None)
+        elif wl.kind == "poisson":  # its first arrival within the window too, as the rest
+            first = float(self.rng.exponential(1.0 / wl.rate_per_s))
+            if first <= self.arrivals_end_s:
+                queue.push_arrival(first, self.kind, 0, None)
         elif self.trace:
             queue.push_arrival(self.trace[0].arrival_s, self.kind, 0, 0)
 

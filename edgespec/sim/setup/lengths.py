@@ -25,7 +25,7 @@ class LengthTable:
     def __post_init__(self) -> None:
         if not self.prompt_tokens or len(self.prompt_tokens) != len(self.output_tokens):
             raise ValueError(f"length table {self.dataset!r}: needs equal, non-empty columns")
-        if min(self.output_tokens) < 1 or min(self.prompt_tokens) < 0:
+        if min(self.output_tokens) < 1 or min(self.prompt_tokens) < 1:
             raise ValueError(f"length table {self.dataset!r}: lengths out of range")
 
     def sample(self, rng: np.random.Generator) -> tuple[int, int]:

@@ -44,6 +44,7 @@ from edgespec.sim.setup.trace_fields import (
     sampling_cuts,
     temperature_value,
 )
+from edgespec.sim.setup.workload_config import MAX_RECORD_TOKENS
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +92,6 @@ def _first(record: Mapping[str, Any], keys: tuple[str, ...], where: str) -> Any:
     raise RecordError(where, f"missing field; expected one of {list(keys)}", keys[0])
 
 
-MAX_RECORD_TOKENS = 2**31 - 1
-"""The most tokens a trace record's prompt or output may have (a context longer than any
-model's; the cost models' arithmetic stays finite below it)."""
-
-
 def _count(value: Any, where: str, field: str, minimum: int) -> int:
     if isinstance(value, list):
         value = len(value)
@@ -129,7 +125,7 @@ def parse_trace_record(record: Any, where: str, line_id: str | None = None) -> T
         raise RecordError(where, f"expected a JSON object, got {type(record).__name__}")
     check_trace_fields(record, where)
     arrival = _arrival_ms(_first(record, ARRIVAL_KEYS, where), where)
-    prompt = _count(_first(record, PROMPT_KEYS, where), where, "prompt_tokens", 0)
+    prompt = _count(_first(record, PROMPT_KEYS, where), where, "prompt_tokens", 1)
     output = _count(_first(record, OUTPUT_KEYS, where), where, "output_tokens", 1)
     client = given_value(record, CLIENT_KEYS, 0)
     raw = record.get("acceptance_seq")

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from edgespec.config import ConfigError, applies_only
+from edgespec.config.overrides import shown
 
 MAX_DURATION_S = 1e7
 """The longest simulated run (116 days): past it a run's clock loses the microseconds its
@@ -20,6 +21,15 @@ A device busy with a request queues every arrival that reaches it, about 330 byt
 (measured: an overloaded one-device run's peak RSS grew 158 MiB from 500,000 to 1,000,000
 arrivals), so an overloaded run holds at most ~3.3 GB of queued arrivals (at 10^8 it was
 ~33 GB, more than the machine); a run of more would also take the simulator hours."""
+
+
+MAX_RECORD_TOKENS = 2**31 - 1
+"""The most tokens a request's prompt or output may have, in a trace record or an inline
+length table (a context longer than any model's; the cost models' arithmetic stays finite
+below it)."""
+MAX_THINK_CV = 100.0
+"""The largest lognormal think-time CV (σ² = ln(1 + cv²) ≈ 9.2 there; a CV past 1e154
+overflowed mid-run)."""
 
 
 def positive(where: str, value: float) -> None:
@@ -149,6 +159,8 @@ def validate_workload(wl: WorkloadConfig, duration_s: float) -> None:
                 f"must be <= duration_s ({duration_s}), got {wl.arrivals_until_s}",
             )
     positive("workload.think_cv", wl.think_cv)
+    if wl.think_cv > MAX_THINK_CV:
+        raise ConfigError("workload.think_cv", f"must be <= {MAX_THINK_CV:g}, got {wl.think_cv}")
     _check_inline_lengths(wl)
     if wl.max_output_tokens is not None and wl.max_output_tokens < 1:
         raise ConfigError("workload.max_output_tokens", f"must be >= 1, got {wl.max_output_tokens}")
@@ -176,10 +188,10 @@ def _check_inline_lengths(wl: WorkloadConfig) -> None:
             f"has {len(outputs)} entries but prompt_tokens has {len(prompts)}",
         )
     for name, values in (("prompt_tokens", prompts), ("output_tokens", outputs)):
-        low = 0 if name == "prompt_tokens" else 1
-        for i, n in enumerate(values):
-            if n < low:
-                raise ConfigError(f"workload.{name}[{i}]", f"must be >= {low}, got {n}")
+        for i, n in enumerate(values):  # a prompt of 0 tokens: one the runtime refuses
+            if not 1 <= n <= MAX_RECORD_TOKENS:
+                raise ConfigError(f"workload.{name}[{i}]", f"must be in [1, "
+                                  f"{MAX_RECORD_TOKENS:,}], got {shown(str(n), 20)}")  # fmt: skip
 
 
 def _check_used(wl: WorkloadConfig) -> None:

@@ -130,7 +130,7 @@ def test_a_trace_token_count_is_bounded(tmp_path: Path, capsys: pytest.CaptureFi
     assert (code, err) == (
         2,
         f"edgespec sim: config field 'workload.trace': {tmp_path / 't.jsonl'}:1: prompt_tokens: "
-        "expected an integer in [0, 2,147,483,647], got 1000000000000000000000000000000000000... "
+        "expected an integer in [1, 2,147,483,647], got 1000000000000000000000000000000000000... "
         "(401 characters)\n",
     )
 

@@ -85,7 +85,24 @@ _LOSS_RANGE = (
         (["workload.think_cv=.nan"], "'workload.think_cv': must be a finite number > 0, got nan"),
         (
             ["workload.output_tokens=[30, 0, 50, 120]"],
-            "'workload.output_tokens[1]': must be >= 1, got 0",
+            "'workload.output_tokens[1]': must be in [1, 2,147,483,647], got 0",
+        ),
+        (  # a prompt of no token: one the runtime refuses (it was simulated)
+            ["workload.prompt_tokens=[30, 0, 50, 120]"],
+            "'workload.prompt_tokens[1]': must be in [1, 2,147,483,647], got 0",
+        ),
+        (  # it crashed in the cost model ("int too large to convert to float")
+            ["workload.prompt_tokens=[1" + "0" * 300 + "]", "workload.output_tokens=[1]"],
+            "'workload.prompt_tokens[0]': must be in [1, 2,147,483,647], got 10000000000000000"
+            "... (301 characters)",
+        ),
+        (
+            ["workload.prompt_tokens=[2147483648]", "workload.output_tokens=[1]"],
+            "'workload.prompt_tokens[0]': must be in [1, 2,147,483,647], got 2147483648",
+        ),
+        (  # it passed, then overflowed mid-run (cv**2)
+            ["workload.think_distribution=lognormal", "workload.think_cv=1e200"],
+            "'workload.think_cv': must be <= 100, got 1e+200",
         ),
         (["workload.max_output_tokens=0"], "'workload.max_output_tokens': must be >= 1, got 0"),
         (["workload.max_output_tokens=-3"], "'workload.max_output_tokens': must be >= 1, got -3"),
@@ -105,7 +122,7 @@ def test_the_last_value_in_range_is_accepted() -> None:
         "acceptance={kind: iid, alpha: 0}",
         "workload.ramp_s=0",
         "workload.think_time_s=0",
-        "workload.prompt_tokens=[0, 1, 2, 3]",
+        "workload.prompt_tokens=[1, 1, 2, 3]",
         "workload.output_tokens=[1, 1, 1, 1]",
         "workload.max_output_tokens=1",
         "slo_classes.slow=1e-6",
@@ -117,7 +134,7 @@ def test_the_last_value_in_range_is_accepted() -> None:
     assert (scenario.top_p, scenario.min_p, scenario.top_k) == (1.0, 1.0, 2**32 - 1)
     assert scenario.slo_classes["slow"] == 1e-6
     assert scenario.workload.ramp_s == 0.0 and scenario.acceptance.alpha == 0.0
-    assert scenario.workload.prompt_tokens == (0, 1, 2, 3)
+    assert scenario.workload.prompt_tokens == (1, 1, 2, 3)
     assert dict(scenario.auto_topology.devices[0].slo_mix) == {"slow": 1.0, "fast": 0.0}
 
 

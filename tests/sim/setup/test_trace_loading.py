@@ -79,7 +79,7 @@ def test_field_aliases_defaults_and_precedence(tmp_path: Path) -> None:
     path = _write(
         tmp_path / "t.jsonl",
         [
-            {"arrival_ms": 1, "prompt_len": 0, "output_len": 1},
+            {"arrival_ms": 1, "prompt_len": 1, "output_len": 1},
             {"arrival_ms": 2, "prompt_length": 3, "output_length": [9, 9], "client_id": 5},
         ],
     )  # fmt: skip
@@ -87,7 +87,7 @@ def test_field_aliases_defaults_and_precedence(tmp_path: Path) -> None:
     # no request id: the line names it; no client: device 0 (two spellings of one field
     # are refused: tests/sim/setup/test_trace_fields.py)
     # its base name: the same wherever the file lies (its errors name the path as given)
-    assert first == TraceEntry("t.jsonl:1", 0.001, 0, 1, "0")
+    assert first == TraceEntry("t.jsonl:1", 0.001, 1, 1, "0")
     assert second == TraceEntry("t.jsonl:2", 0.002, 3, 2, "5")
     assert (first.request_id, second.request_id) == ("t.jsonl:1", "t.jsonl:2")
 
@@ -132,14 +132,15 @@ def test_a_jsonl_path_is_a_file_even_when_missing() -> None:
 
 
 def test_length_tables() -> None:
-    table = LengthTable("t", (0, 5, 9), (1, 2, 3))
+    table = LengthTable("t", (1, 5, 9), (1, 2, 3))
     rng = np.random.default_rng(0)
-    assert {table.sample(rng) for _ in range(60)} == {(0, 1), (5, 2), (9, 3)}
+    assert {table.sample(rng) for _ in range(60)} == {(1, 1), (5, 2), (9, 3)}
     for prompts, outputs, problem in [
         ((), (), "needs equal, non-empty columns"),
         ((1, 2), (1,), "needs equal, non-empty columns"),
         ((1,), (0,), "lengths out of range"),
         ((-1,), (1,), "lengths out of range"),
+        ((0,), (1,), "lengths out of range"),  # no prompt: one the runtime refuses
     ]:
         with pytest.raises(ValueError) as info:
             LengthTable("t", prompts, outputs)
@@ -160,11 +161,15 @@ def test_length_tables() -> None:
         ),
         (
             {"arrival_ms": 1, "prompt_tokens": -1, "output_tokens": 2},
-            "1: prompt_tokens: expected an integer in [0, 2,147,483,647], got -1",
+            "1: prompt_tokens: expected an integer in [1, 2,147,483,647], got -1",
         ),
         (
             {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 0},
             "1: output_tokens: expected an integer in [1, 2,147,483,647], got 0",
+        ),
+        (  # an empty prompt, which the runtime (and DSD-Sim) refuse: it was simulated
+            {"arrival_ms": 1, "prompt_tokens": [], "output_tokens": 2},
+            "1: prompt_tokens: expected an integer in [1, 2,147,483,647], got 0",
         ),
         (
             {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 2, "acceptance_seq": [1, 2]},
