@@ -104,6 +104,18 @@ def _count(value: Any, where: str, field: str, minimum: int) -> int:
     raise RecordError(where, f"expected {expected}, got {shown(as_written(value), 40)}", field)
 
 
+def _name(value: Any, where: str, field: str, *also: type) -> str:
+    """A record's id or class: a string (or one of ``also``'s types, an integer id), as a
+    string; anything else (null, a bool, a list, an object) a RecordError naming the
+    field: it was taken as its printed form (``null`` a client named "None")."""
+    kinds = (str, *also)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        expected = "a string" + (" or an integer" if also else "")
+        raise RecordError(where, f"expected {expected}, got {shown(as_written(value), 40)}",
+                          field)  # fmt: skip
+    return str(value)
+
+
 def _arrival_ms(value: Any, where: str) -> float:
     """A record's arrival time: a finite number >= 0 (not JSON's NaN or Infinity, nor an
     integer past a float's range), else a RecordError naming the line and field."""
@@ -127,11 +139,13 @@ def parse_trace_record(record: Any, where: str, line_id: str | None = None) -> T
     arrival = _arrival_ms(_first(record, ARRIVAL_KEYS, where), where)
     prompt = _count(_first(record, PROMPT_KEYS, where), where, "prompt_tokens", 1)
     output = _count(_first(record, OUTPUT_KEYS, where), where, "output_tokens", 1)
-    client = given_value(record, CLIENT_KEYS, 0)
+    if not isinstance(record.get("metadata", {}), Mapping):  # its client_id's place
+        raise RecordError(where, "expected a JSON object", "metadata")
+    client = _name(given_value(record, CLIENT_KEYS, 0), where, "client_id", int)
     raw = record.get("acceptance_seq")
     seq = None if raw is None else acceptance_values(raw, where)
-    slo = record.get("slo_class")
-    rid = record.get("request_id", record.get("id"))
+    slo = _name(record.get("slo_class", ""), where, "slo_class") or None
+    rid = _name(record.get("request_id", record.get("id", "")), where, "request_id", int) or None
     tree_rounds = _tree_rounds(record, output, where)
     features, after = _features(record, output, where, rid)
     return TraceEntry(

@@ -167,6 +167,22 @@ def test_length_tables() -> None:
             {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 0},
             "1: output_tokens: expected an integer in [1, 2,147,483,647], got 0",
         ),
+        (  # null was a client named "None", on a device picked by accident
+            {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 2, "drafter_id": None},
+            "1: client_id: expected a string or an integer, got null",
+        ),
+        (  # a metadata that is no object put the request on device 0
+            {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 2, "metadata": 5},
+            "1: metadata: expected a JSON object",
+        ),
+        (
+            {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 2, "request_id": {"a": 1}},
+            "1: request_id: expected a string or an integer, got {'a': 1}",
+        ),
+        (
+            {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 2, "slo_class": True},
+            "1: slo_class: expected a string, got true",
+        ),
         (  # an empty prompt, which the runtime (and DSD-Sim) refuse: it was simulated
             {"arrival_ms": 1, "prompt_tokens": [], "output_tokens": 2},
             "1: prompt_tokens: expected an integer in [1, 2,147,483,647], got 0",
