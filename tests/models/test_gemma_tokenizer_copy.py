@@ -37,6 +37,7 @@ def test_the_tokenizer_alone_is_written_once_and_read_without_converting(
     monkeypatch.setenv("EDGESPEC_CACHE", str(tmp_path))
     monkeypatch.setattr(gemma_cache, "_convert_gguf", _no_conversion)
     monkeypatch.setattr(gemma_cache, "_save_gguf_tokenizer", save_tiny)
+    monkeypatch.setattr(gemma_cache, "bundled_gguf", lambda: tmp_path / "g.gguf")  # unread
     tokenizer = load_tokenizer("gemma3-270m")
     models = tmp_path / "models"
     assert sorted(p.name for p in models.iterdir() if not p.name.endswith(".lock")) == [
@@ -57,6 +58,8 @@ def test_the_fp32_copy_is_read_once_it_is_there(
     fp32 = tmp_path / "models" / "gemma3-270m-fp32"
     fp32.mkdir(parents=True)
     (fp32 / "model.safetensors").touch()
+    assert not gemma_cache.gemma_converted()  # made from what? (a copy from before the key)
+    (fp32 / gemma_cache.SOURCE_FILE).write_text(gemma_cache._copy_key())
     assert gemma_cache.gemma_tokenizer_directory() == fp32
     assert not (tmp_path / "models" / "gemma3-270m-tokenizer").exists()
 

@@ -15,8 +15,10 @@ failed probe is never recorded (it refuses the model, every time)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,10 +39,13 @@ from edgespec.runtime.backends.transformers_backend import Numerics, Transformer
 
 @dataclass(frozen=True, slots=True)
 class CachedTarget:
-    """A loaded target and whether its mask probe ran now (``False``: a recorded pass)."""
+    """A loaded target and whether its mask probe ran now (``False``: a recorded pass);
+    ``unrecorded``: why a pass was not recorded (a cache that cannot be written: a
+    read-only home, a container image), the target served all the same."""
 
     target: TransformersTarget
     probed: bool
+    unrecorded: str | None = None
 
 
 def probe_key(model: Any, weight_files: Sequence[Path], numerics: str = "exact") -> dict[str, Any]:
@@ -158,17 +163,24 @@ def load_checked_target(
     elif key is not None:
         inexact = None if target.inexactness is None else asdict(target.inexactness)
         record = _record_path(cache, key)
-        record.parent.mkdir(parents=True, exist_ok=True)
-        tmp = record.with_suffix(f".tmp{id(target)}")
-        tmp.write_text(json.dumps({"key": key, "passed": True, "inexactness": inexact}, indent=1))
-        tmp.replace(record)
+        text = json.dumps({"key": key, "passed": True, "inexactness": inexact}, indent=1)
+        tmp = record.with_suffix(f".tmp{os.getpid()}")
+        try:
+            record.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(text)
+            tmp.replace(record)
+        except OSError as exc:  # it passed: serve it, and say the next start probes again
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            why = f"{exc.filename or record.parent}: {exc.strerror or exc}"
+            return CachedTarget(target, probed=True, unrecorded=why)
     return CachedTarget(target, probed=found is None)
 
 
 def checked_target(model: Any, weight_files: Sequence[Path], **options: Any) -> TransformersTarget:
     """:func:`load_checked_target` in the project's cache folder
-    (:func:`edgespec.models.gemma_cache.cache_dir`), quietly: what a command that loads a
+    (:func:`edgespec.bundled_gguf.cache_dir`), quietly: what a command that loads a
     model by name builds its target with, so the probes run once per weights, not per run."""
-    from edgespec.models.gemma_cache import cache_dir
+    from edgespec.bundled_gguf import cache_dir
 
     return load_checked_target(model, weight_files, cache_dir(), **options).target

@@ -119,7 +119,8 @@ def target_choice(args: argparse.Namespace, target: str, threads: int | None) ->
 def _load_transformers_target(
     config: Any, verbose: bool, say: Callable[[str], None], lossy: bool
 ) -> LoadedTarget:
-    from edgespec.models.gemma_cache import cache_dir, needs_conversion
+    from edgespec.bundled_gguf import cache_dir
+    from edgespec.models.gemma_cache import needs_conversion
     from edgespec.models.loading import load_model
     from edgespec.runtime.backends.mask_check_cache import load_checked_target
     from edgespec.runtime.backends.transformers_backend import Numerics
@@ -147,6 +148,9 @@ def _load_transformers_target(
 
     checked = load_checked_target(model, loaded.weight_files, cache_dir(), announce,
                                   numerics=numerics, probe_progress=ProbeLines(say))  # fmt: skip
+    if checked.unrecorded is not None:
+        say(f"the checks passed but could not be recorded ({checked.unrecorded}): the next "
+            "start checks again")  # fmt: skip
     if not checked.probed:  # the probes' passes warmed it up
         from edgespec.runtime.backends.warm_up import WARM_UP_TOKENS, warm_up
 

@@ -160,3 +160,18 @@ def test_a_probe_says_what_changed_since_the_last_recorded_pass(
         f"changed since the last recorded pass: cpu_capability AVX2-elsewhere (recorded: {real})",
         "changed since the last recorded pass: edgespec's masking code",
     ]
+
+
+def test_a_cache_that_cannot_be_written_serves_the_target_and_says_so(
+    tmp_path: Path, probes: list[int]
+) -> None:
+    """A read-only cache (a container image, ProtectHome=read-only) refused to serve once
+    the probes had passed: `edgespec serve: <cache>/checks: Read-only file system`, exit 2,
+    and so at every start. The pass is served, unrecorded, and says why."""
+    directory, cache = _saved(tmp_path), tmp_path / "cache"
+    cache.mkdir()
+    (cache / "checks").write_text("a file where the folder would go")  # mkdir fails
+    checked = _load(directory, cache)
+    assert checked.probed and checked.target.vocab_size == 64
+    assert checked.unrecorded is not None and str(cache / "checks") in checked.unrecorded
+    assert _load(directory, cache).probed and len(probes) == 2  # the next start probes again
