@@ -210,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"resuming: {len(resume.draft_cells)} draft batch cells already timed")
     with console.status(f"loading {args.target}" + (f" and {args.draft}" if args.draft else "")):
         target, draft = _load_pair(args)
+    _check_context(target.model, spec, args.scale)  # before the checkpoint: nothing to resume
     result = _measure(args, spec, resume, (target, draft), console)
     if result is None:
         return 130
@@ -220,6 +221,18 @@ def run(args: argparse.Namespace) -> int:
     for warning in fit_warnings(result):
         print(f"edgespec profile: {warning}", file=sys.stderr, flush=True)
     return 0
+
+
+def _check_context(model: Any, spec: Any, scale: float) -> None:
+    """A :class:`UserInputError` when the grid's largest entry is past the target's context
+    (:func:`edgespec.profiling.measure.grid_context_problem`): it failed mid-profile."""
+    from edgespec.errors import UserInputError
+    from edgespec.profiling.grid import design_grid
+    from edgespec.profiling.measure import grid_context_problem
+
+    context = model.config.get_text_config().max_position_embeddings
+    if context and (problem := grid_context_problem(design_grid(spec), context, scale)):
+        raise UserInputError(problem)
 
 
 def batch_sizes(args: argparse.Namespace) -> tuple[int, ...]:
@@ -240,11 +253,9 @@ def _measure(
     a line says either way."""
     from rich.progress import Progress
 
-    from edgespec.errors import UserInputError
     from edgespec.profiling.checkpoint import CheckpointWriter, checkpoint_path, setup_of
     from edgespec.profiling.draft_batch import batch_cells
     from edgespec.profiling.grid import design_grid
-    from edgespec.profiling.measure import grid_context_problem
     from edgespec.profiling.run import DRAFT_CONTEXTS, profile_pair
     from edgespec.runtime.backends.mask_check_cache import checked_target
     from edgespec.runtime.commands.signals import Terminated
@@ -252,9 +263,6 @@ def _measure(
     num_configs = len(design_grid(spec))
     done_before = 0 if resume is None else len(resume.samples)
     target, draft = pair
-    context = target.model.config.get_text_config().max_position_embeddings
-    if context and (problem := grid_context_problem(design_grid(spec), context, args.scale)):
-        raise UserInputError(problem)  # before the checkpoint: nothing to resume
     placement = device_placement(args)
     setup = setup_of(args.target, spec, args.threads, placement.device, placement.dtype)
     writer = CheckpointWriter(checkpoint_path(Path(args.out)), setup, append=resume is not None)

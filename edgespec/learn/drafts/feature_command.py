@@ -37,12 +37,7 @@ from edgespec.arguments import (
     training_options,
 )
 from edgespec.errors import UserInputError
-from edgespec.learn.finished import (
-    DRAFT,
-    TRAINING_CHECKPOINT,
-    add_overwrite,
-    check_replaceable,
-)
+from edgespec.learn.finished import DRAFT, TRAINING_CHECKPOINT, add_overwrite, check_replaceable
 from edgespec.learn.progress import Pace, progress_bar
 from edgespec.output_paths import writable_output_folder
 
@@ -165,7 +160,6 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.learn.drafts.checkpoint import check_resumable
     from edgespec.learn.drafts.draft_progress import shown
     from edgespec.learn.drafts.feature_record import record_features_folder
-    from edgespec.models.seeding import torch_seeded
 
     shards = _checked_folders(args)
     options = training_options(args)
@@ -187,8 +181,7 @@ def run(args: argparse.Namespace) -> int:
     done = _featurize(args, target, shards, console)
     train, val = ft.split_by_prompt(ft.load_feature_files(done), holdout, args.seed)
     ft.check_trainable(train, len(val), holdout, settings.num_steps)
-    with torch_seeded(args.seed):  # its random weights from --seed alone
-        net = _new_draft(args, target, kept)
+    net = _new_draft(args, target, kept)
     positions = sum(len(s.ids) for s in train)
     console.print(
         f"training on {len(train)} sequences ({positions} positions), {len(val)} held out"
@@ -285,8 +278,10 @@ def _featurize(args: argparse.Namespace, target: Any, shards: list[Path], consol
 
 
 def _new_draft(args: argparse.Namespace, target: Any, kept: list[int]) -> Any:
-    """A new feature draft over ``kept``, its embedding and head rows the target's."""
+    """A new feature draft over ``kept``, its embedding and head rows the target's, the rest
+    drawn from ``--seed`` alone (loading the target draws from torch's own generator)."""
     from edgespec.models.feature_draft import FeatureDraftConfig, FeatureDraftNet, target_rows
+    from edgespec.models.seeding import torch_seeded
 
     weight = target.model.get_input_embeddings().weight
     config = FeatureDraftConfig(
@@ -298,4 +293,5 @@ def _new_draft(args: argparse.Namespace, target: Any, kept: list[int]) -> Any:
         head_dim=args.head_dim,
         intermediate_size=args.intermediate_size,
     )
-    return FeatureDraftNet(config, *target_rows(target.model, kept))
+    with torch_seeded(args.seed):
+        return FeatureDraftNet(config, *target_rows(target.model, kept))
