@@ -91,6 +91,7 @@ def _run(args: argparse.Namespace) -> int:
     from edgespec.config import (
         ConfigError,
         apply_overrides,
+        check_repeats,
         default_policy_names,
         from_dict,
         located_in,
@@ -100,6 +101,7 @@ def _run(args: argparse.Namespace) -> int:
     from edgespec.runtime.server.config import ServerConfig
 
     overrides = _overrides(args)
+    check_repeats(overrides)  # --set k=1 --set k=2, or --set port=1 --port 2: one of them lost
     data = apply_overrides(read_yaml(args.config) if args.config else {}, overrides)
     data = default_policy_names(ServerConfig, data)  # --profile without --batching
     located = located_in(Path(args.config), overrides) if args.config else nullcontext()
@@ -159,7 +161,7 @@ def _round_log(path: str) -> Any:
     if not path:  # Path("") is this folder: "Is a directory" would not say what is wrong
         raise UserInputError("--round-log needs a file name, got ''")
     try:
-        return RoundLog(Path(path))
+        return RoundLog(Path(path), _say)
     except OSError as exc:
         raise UserInputError(f"--round-log {path}: {exc.strerror or exc}") from exc
 

@@ -147,16 +147,20 @@ class ServiceCounters:
         )
 
     def stats(self, c: EngineCounters, queue_depth: int) -> ServerStats:
-        """These counters with the engine's ``c`` and the queue's ``queue_depth``."""
-        num_batches = sum(self.batch_sizes.values())
-        total = sum(size * n for size, n in self.batch_sizes.items())
+        """These counters with the engine's ``c`` and the queue's ``queue_depth``. Read by
+        the metrics endpoint's thread while the event loop counts: the batch sizes copied
+        first, whole (a scrape iterating them as a new size was counted raised "dictionary
+        changed size during iteration", a 500)."""
+        sizes = dict(self.batch_sizes)  # one C-level copy, under the GIL
+        num_batches = sum(sizes.values())
+        total = sum(size * n for size, n in sizes.items())
         return ServerStats(
             queue_depth=queue_depth,
             num_sessions=c.num_sessions,
             num_batches=num_batches,
             mean_batch_size=total / num_batches if num_batches else 0.0,
-            max_batch_size=max(self.batch_sizes, default=0),
-            batch_size_histogram=tuple(sorted(self.batch_sizes.items())),
+            max_batch_size=max(sizes, default=0),
+            batch_size_histogram=tuple(sorted(sizes.items())),
             num_tokens_forwarded=c.num_tokens_forwarded,
             num_cache_hits=c.num_cache_hits,
             num_cache_misses=c.num_cache_misses,

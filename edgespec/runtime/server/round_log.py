@@ -10,7 +10,11 @@ started, ``verify_s`` = the batch's forward, ``end_s`` = the batch's end (so
 ``server_done_s`` is the batch's end), ``deadline_s`` = the deadline the batching
 policy saw; the device's draft and network times are 0 (not the server's to know).
 WISP's Eq. 21 attribution (:func:`edgespec.metrics.attribution.attribute_violations`)
-then runs on the file as on the simulator's rounds (:func:`read_round_log`).
+then runs on the file as on the simulator's rounds (:func:`read_round_log`). A write that
+fails (a full disk, an I/O error) ends the log, said once (``warn``), and the server goes
+on: it stopped verifying, the scheduler's task dead, while Health still said serving. A
+session's round count is forgotten as it closes or expires (one entry per session ever
+logged was kept).
 
 A session verified by a lossy rule labels every one of its rows (:data:`LABEL_KEYS`, e.g.
 ``"verification": "semantic", "lossy": true, "threshold": 12``); exact sessions' rows are
@@ -19,9 +23,10 @@ unchanged, and :func:`read_round_log` drops the labels.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -79,10 +84,17 @@ class RoundLog:
     """Appends the server's round records to a JSONL file, a batch at a time (flushed
     after each batch, so a killed server leaves every finished batch on disk)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, warn: Callable[[str], None] | None = None) -> None:
         self.path = path
         self._file: TextIO = path.open("w", encoding="utf-8")
-        self._rounds: dict[str, int] = {}  # verified rounds so far, per session
+        self._rounds: dict[str, int] = {}  # verified rounds so far, per open session
+        self._warn = warn
+        self.failure: str | None = None  # why the log ended (a write failed), if it did
+
+    def forget(self, session_id: str) -> None:
+        """``session_id`` closed or expired: its round count goes (one opened again under
+        its id starts at round 0)."""
+        self._rounds.pop(session_id, None)
 
     def batch(
         self,
@@ -96,17 +108,28 @@ class RoundLog:
         """Record the entries of one batch that were verified (not those that failed);
         ``labels``: per session id, what its rows carry (a lossy session's labels);
         ``parts_s``: per session id, the passes of its earlier prefill parts."""
-        for pending, outcome in verified:
-            index = self._rounds.get(pending.session_id, 0)
-            self._rounds[pending.session_id] = index + 1
-            earlier_s = 0.0 if parts_s is None else parts_s.get(pending.session_id, 0.0)
-            record = server_round(pending, outcome, index, start_s, end_s, batch_size, earlier_s)
-            extra = None if labels is None else labels.get(pending.session_id)
-            self._file.write(json.dumps(record_row(record, extra)) + "\n")
-        self._file.flush()
+        if self.failure is not None:
+            return
+        try:
+            for pending, outcome in verified:
+                index = self._rounds.get(pending.session_id, 0)
+                self._rounds[pending.session_id] = index + 1
+                earlier_s = 0.0 if parts_s is None else parts_s.get(pending.session_id, 0.0)
+                record = server_round(
+                    pending, outcome, index, start_s, end_s, batch_size, earlier_s
+                )
+                extra = None if labels is None else labels.get(pending.session_id)
+                self._file.write(json.dumps(record_row(record, extra)) + "\n")
+            self._file.flush()
+        except OSError as exc:  # the server goes on; the log ends here, said once
+            self.failure = f"{self.path}: {exc.strerror or exc}"
+            if self._warn is not None:
+                self._warn(f"--round-log {self.failure}: no more rounds are logged; the "
+                           "server goes on serving")  # fmt: skip
 
     def close(self) -> None:
-        self._file.close()
+        with contextlib.suppress(OSError):  # its last flush failing, as a write did
+            self._file.close()
 
 
 def read_round_log(path: Path) -> Iterator[RoundRecord]:

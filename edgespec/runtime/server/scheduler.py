@@ -130,6 +130,8 @@ class Scheduler:
         queue, one in the batch being verified no longer holds the id (the pass's result
         for it is dropped), and each caller gets ``NOT_FOUND`` naming the session."""
         self.left_calls.forget(session_id)
+        if self._round_log is not None:
+            self._round_log.forget(session_id)
         for entry_id, entry in list(self.queue.items()):
             if entry.call.session_id == session_id:
                 del self.queue[entry_id]

@@ -109,6 +109,15 @@ def test_every_registered_batching_policy_is_accepted(name: str) -> None:
             ["--slo-class", "gold=0"],
             "--slo-class gold: must be a finite number > 0 or null, got 0.0",
         ),
+        (  # the last one won without a word (sim and bench refused it)
+            ["--set", "max_batch_size=0", "--set", "max_batch_size=8"],
+            "override 'max_batch_size=8': max_batch_size is given twice (first as "
+            "'max_batch_size=0'); give it once",
+        ),
+        (  # the flag won, whatever the order
+            ["--set", "port=50991", "--port", "50992"],
+            "override 'port=50992': port is given twice (first as 'port=50991'); give it once",
+        ),
     ],
 )
 def test_serve_flag_errors(

@@ -140,3 +140,61 @@ def test_an_unwritable_round_log_fails_before_the_model_loads(
     assert main(["serve", "--target", "never-loaded", "--round-log", str(bad)]) == 2
     message = f"edgespec serve: --round-log {bad}: No such file or directory"
     assert capsys.readouterr().err.strip() == message
+
+
+def test_a_round_log_that_cannot_be_written_ends_and_the_server_goes_on(
+    target: TransformersTarget,
+) -> None:
+    """A write that fails (a full disk: /dev/full) ended the scheduler's task: the batch's
+    callers never got a reply, nothing was verified again, and Health still said serving.
+    Now the log ends, said once, and every call is answered."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    said: list[str] = []
+    log = RoundLog(Path("/dev/full"), said.append)
+
+    async def scenario() -> list[int]:
+        engine = VerificationEngine(target)
+        service = VerificationService(engine, from_dict(ServerConfig, {}), FcfsBatching(),
+                                      round_log=log)  # fmt: skip
+        await service.start()
+        sampling = SamplingParams(max_new_tokens=8)
+        committed = []
+        for sid in ("a", "b"):
+            service.open_session(SessionSpec(sid, "x", PROMPT, sampling))
+            reply = await asyncio.wait_for(service.verify(VerifyCall(sid, len(PROMPT), ())), 30)
+            committed.append(len(reply.outcome.committed_token_ids))
+        await service.stop()
+        return committed
+
+    assert asyncio.run(scenario()) == [1, 1]
+    log.close()
+    assert said == [
+        "--round-log /dev/full: No space left on device: no more rounds are logged; the server "
+        "goes on serving"
+    ]
+
+
+def test_a_closed_sessions_round_count_is_forgotten(
+    target: TransformersTarget, tmp_path: Path
+) -> None:
+    """One entry per session ever logged was kept (a uuid a request: it grew for good), and
+    a session opened again under a closed one's id logged its first round as the old one's
+    next."""
+    log = RoundLog(tmp_path / "r.jsonl")
+
+    async def scenario() -> None:
+        engine = VerificationEngine(target)
+        service = VerificationService(engine, from_dict(ServerConfig, {}), FcfsBatching(),
+                                      round_log=log)  # fmt: skip
+        await service.start()
+        for _ in range(2):
+            service.open_session(SessionSpec("s", "x", PROMPT, SamplingParams(max_new_tokens=8)))
+            await service.verify(VerifyCall("s", len(PROMPT), ()))
+            assert service.close_session("s")
+        await service.stop()
+
+    asyncio.run(scenario())
+    log.close()
+    assert [r.round_index for r in read_round_log(tmp_path / "r.jsonl")] == [0, 0]
+    assert log._rounds == {}
