@@ -107,6 +107,27 @@ def max_batches(costs: PipelineCosts, tasks: Sequence[PipelineTask], output_len:
     return tuple(batches)
 
 
+def memory_problem(
+    costs: PipelineCosts, tasks: Sequence[PipelineTask], batches: Batches
+) -> str | None:
+    """Why ``batches`` of ``tasks`` break the SBS memory Γ_s (Eqs. 9-10, constraint 24b:
+    each batch padded to its longest input and its tasks' longest output), ``None`` when
+    each fits: the one check of every batching rule's answer (the baselines filled batches
+    past it, and a planner's ``output_len`` below the tasks' own did too)."""
+    for number, batch in enumerate(batches, 1):
+        longest_in = max(tasks[k].input_len for k in batch)
+        longest_out = max(tasks[k].output_len for k in batch)
+        if len(batch) > costs.max_batch(longest_in, longest_out):
+            per_task = costs.draft.kv_bytes_per_token() * (longest_in + longest_out)
+            need = costs.draft.param_bytes + len(batch) * per_task
+            return (
+                f"batch {number} of {len(batches)} ({len(batch)} tasks, padded to "
+                f"I={longest_in}, O={longest_out}) needs {need / 1e9:.3g} GB, over the SBS "
+                f"memory of {costs.sbs_memory_bytes / 1e9:.3g} GB (Eqs. 9-10)"
+            )
+    return None
+
+
 def memory_cap(costs: PipelineCosts, tasks: Sequence[PipelineTask], output_len: int) -> int:
     """The largest batch size any batch of these tasks may have (padding to the longest
     input of all tasks), at least 1."""

@@ -36,6 +36,7 @@ from edgespec.policies.drafting_server.batching import (
     length_order,
     max_batches,
     memory_cap,
+    memory_problem,
 )
 from edgespec.policies.drafting_server.costs import PipelineCosts
 from edgespec.policies.drafting_server.latency import Batches, PipelineTask, inference_latency_s
@@ -159,6 +160,8 @@ class PipelinePlanner:
         if progress is not None:
             progress(len(lengths), len(lengths))
         assert best is not None
+        if problem := memory_problem(self.costs, tasks, best[2]):  # the tasks' own O_k
+            raise ValueError(f"{self.batching} batching: {problem}")
         shares, upload = self._bandwidth(obs)
         return PipelinePlan(best[2], best[1], shares, best[0], upload)
 

@@ -82,3 +82,23 @@ def test_the_planner_reports_each_speculation_length_it_plans() -> None:
     calls.clear()
     PipelinePlanner(paper_costs(), spec_len=5).plan(obs, lambda *c: calls.append(c))
     assert calls == [(0, 1), (1, 1)]  # FSL: one length
+
+
+def test_a_plan_past_the_sbs_memory_is_refused_whatever_its_batching() -> None:
+    """Every batch within Γ_s (Eqs. 9-10) with the tasks' own lengths: Max batching planned
+    for ``output_len`` 1 filled batches of 3 where the tasks' 2 output tokens hold 2, and
+    None batching planned tasks that do not fit on their own (only DP refused)."""
+    from tests.policies.drafting_server.helpers import fixed_costs
+
+    obs = observe_tasks([2] * 4, [2] * 4, [1.0] * 4, 20e6)  # 4 KV bytes a token: 16 a task
+    roomy = fixed_costs(1.0, 1.0, memory_bytes=12 + 40)  # 12 B of weights, 2 tasks of 16 B
+    assert PipelinePlanner(roomy, batching="max").plan(obs).batches == ((0, 1), (2, 3))
+    with pytest.raises(ValueError) as info:
+        PipelinePlanner(roomy, batching="max", output_len=1).plan(obs)
+    assert str(info.value) == (
+        "max batching: batch 1 of 2 (3 tasks, padded to I=2, O=2) needs 6e-08 GB, over the "
+        "SBS memory of 5.2e-08 GB (Eqs. 9-10)"
+    )
+    tight = fixed_costs(1.0, 1.0, memory_bytes=12 + 10)  # not one task
+    with pytest.raises(ValueError, match=r"^none batching: batch 1 of 4 \(1 tasks"):
+        PipelinePlanner(tight, batching="none").plan(obs)
