@@ -39,6 +39,10 @@ def _finite(where: str, name: str, value: float) -> None:
         raise ValueError(f"{where}: {name} must be a finite number, got {value!r}")
 
 
+MAX_RADIUS_M = 1e7
+"""The largest cell radius, metres (10,000 km: past any cell; a larger one overflowed)."""
+
+
 @dataclass(frozen=True, slots=True)
 class WirelessCell:
     """One cell's uplink parameters (defaults: Zhu et al. Table II and §V)."""
@@ -65,6 +69,12 @@ class WirelessCell:
         for name in ("bandwidth_hz", "tx_power_w"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"WirelessCell: {name} must be > 0, got {getattr(self, name)}")
+        if self.radius_m > MAX_RADIUS_M:  # its square overflowed as users were placed
+            raise ValueError(
+                f"WirelessCell: radius_m must be <= {MAX_RADIUS_M:g}, got {self.radius_m}"
+            )
+        if self.bandwidth_hz < 1.0:  # an upload of inf s, and a simulated T_inf of nan
+            raise ValueError(f"WirelessCell: bandwidth_hz must be >= 1, got {self.bandwidth_hz}")
 
     @property
     def noise_w(self) -> float:

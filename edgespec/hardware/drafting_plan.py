@@ -11,7 +11,6 @@ measured is one warning line (:func:`plan_range_warnings`), alike from both host
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -100,10 +99,17 @@ def at_least(where: str, value: float | None, minimum: float) -> None:
         raise ConfigError(where, f"must be >= {minimum}, got {value}")
 
 
+MAX_SBS_MEMORY_GB = 1e6
+"""The largest SBS memory Γ_s, GB (a petabyte)."""
+
+
 def check_system(cfg: PipelineSystem) -> None:
     """:class:`ConfigError` at the first bad field of the system or its planner."""
-    if not 0 < cfg.sbs_memory_gb < math.inf:
-        raise ConfigError("pipeline.sbs_memory_gb", f"must be > 0, got {cfg.sbs_memory_gb}")
+    if not 0 < cfg.sbs_memory_gb <= MAX_SBS_MEMORY_GB:  # a huge one divided into NaN
+        got = cfg.sbs_memory_gb
+        raise ConfigError(
+            "pipeline.sbs_memory_gb", f"must be in (0, {MAX_SBS_MEMORY_GB:g}], got {got}"
+        )
     if not 0.0 <= cfg.alpha <= 1.0:
         raise ConfigError("pipeline.alpha", f"must be in [0, 1], got {cfg.alpha}")
     for name in ("num_users", "max_input_tokens", "max_output_tokens"):

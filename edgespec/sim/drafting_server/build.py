@@ -75,6 +75,10 @@ def draw_observation(cfg: PipelineConfig, seed: int) -> PipelineObservation:
     outputs = lengths.integers(1, cfg.max_output_tokens + 1, cfg.num_users)
     channels = draw_channels(cfg.cell, cfg.num_users, spawn_generator(seed, "pipeline-channels"))
     efficiencies = [spectral_efficiency(cfg.cell, g) for g in channels.gains]
+    if (user := next((k for k, e in enumerate(efficiencies) if not e > 0), None)) is not None:
+        raise ConfigError("pipeline.cell", f"user {user}'s spectral efficiency log2(1 + p·g/σ²) "
+                          "is 0 at this cell's tx_power_w, path_loss_db and noise_dbm: its "
+                          "upload would never end")  # fmt: skip
     return observe_tasks(
         [int(i) for i in inputs], [int(o) for o in outputs], efficiencies, cfg.cell.bandwidth_hz
     )

@@ -64,6 +64,35 @@ def test_a_bad_override_names_its_field(capsys: pytest.CaptureFixture[str]) -> N
     assert "config field 'pipeline.alpha': must be in [0, 1], got 2.0" in err
 
 
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (  # a traceback (ValueError) from the latency model
+            "pipeline.cell.path_loss_db=-400",
+            "config field 'pipeline.cell': user 0's spectral efficiency log2(1 + p·g/σ²) is 0 "
+            "at this cell's tx_power_w, path_loss_db and noise_dbm: its upload would never end",
+        ),
+        (  # an OverflowError traceback placing the users
+            "pipeline.cell.radius_m=1e300",
+            "config field 'pipeline.cell': WirelessCell: radius_m must be <= 1e+07, got 1e+300",
+        ),
+        (  # "cannot convert float NaN to integer"
+            "pipeline.sbs_memory_gb=1e300",
+            "config field 'pipeline.sbs_memory_gb': must be in (0, 1e+06], got 1e+300",
+        ),
+        (  # T_com inf s, the simulated T_inf nan
+            "pipeline.cell.bandwidth_hz=1e-300",
+            "config field 'pipeline.cell': WirelessCell: bandwidth_hz must be >= 1, got 1e-300",
+        ),
+    ],
+)
+def test_a_cell_or_memory_out_of_reach_is_one_line(
+    override: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sim", "zhu-pipeline", override, "--quiet"]) == 2
+    assert message in capsys.readouterr().err
+
+
 def test_its_folder_is_claimed_before_it_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
