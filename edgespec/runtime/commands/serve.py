@@ -100,8 +100,8 @@ def _run(args: argparse.Namespace) -> int:
     from edgespec.runtime.server.batching import build_batching
     from edgespec.runtime.server.config import ServerConfig
 
+    check_repeats(args.set)  # --set k=1 --set k=2: the first was lost (a flag wins over --set)
     overrides = _overrides(args)
-    check_repeats(overrides)  # --set k=1 --set k=2, or --set port=1 --port 2: one of them lost
     data = apply_overrides(read_yaml(args.config) if args.config else {}, overrides)
     data = default_policy_names(ServerConfig, data)  # --profile without --batching
     located = located_in(Path(args.config), overrides) if args.config else nullcontext()

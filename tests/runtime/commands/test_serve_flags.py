@@ -114,10 +114,6 @@ def test_every_registered_batching_policy_is_accepted(name: str) -> None:
             "override 'max_batch_size=8': max_batch_size is given twice (first as "
             "'max_batch_size=0'); give it once",
         ),
-        (  # the flag won, whatever the order
-            ["--set", "port=50991", "--port", "50992"],
-            "override 'port=50992': port is given twice (first as 'port=50991'); give it once",
-        ),
     ],
 )
 def test_serve_flag_errors(
