@@ -91,8 +91,9 @@ def _cumulative(points: FloatArray, edges: FloatArray) -> FloatArray:
     return np.asarray(count * edges - prefix[count], dtype=np.float64)
 
 
-LATENCY_COLUMNS = ("slo_class", "ttft_s", "tpot_s", "e2e_s")
-"""The request columns the latency CDFs read."""
+LATENCY_COLUMNS = ("slo_class", "ttft_s", "tpot_s", "e2e_s", "num_output_tokens")
+"""The request columns the latency CDFs read (the output count: a one-token request has no
+TPOT, left out of its panel as the TPOT statistics leave it out)."""
 
 
 def request_columns(requests: Sequence[RequestRecord]) -> dict[str, Any]:
@@ -101,6 +102,14 @@ def request_columns(requests: Sequence[RequestRecord]) -> dict[str, Any]:
     for name in LATENCY_COLUMNS[1:]:
         columns[name] = np.fromiter((getattr(r, name) for r in requests), np.float64, len(requests))
     return columns
+
+
+def panel_rows(columns: Mapping[str, Any], attr: str) -> Any:
+    """Which requests a latency panel plots: all of them, but for TPOT those of two or more
+    output tokens (a one-token request has none: its 0 put the TPOT CDF's median at 0 where
+    metrics.json's p50, which leaves it out, was 100 ms)."""
+    outputs = np.asarray(columns["num_output_tokens"], dtype=np.float64)
+    return outputs > 1 if attr == "tpot_s" else np.ones(len(outputs), dtype=bool)
 
 
 def plot_latency_cdfs(path: Path, requests: Sequence[RequestRecord] | Mapping[str, Any]) -> None:
@@ -121,16 +130,17 @@ def plot_latency_cdfs(path: Path, requests: Sequence[RequestRecord] | Mapping[st
         ("E2E latency (s)", "e2e_s", 1.0),
     )
     for ax, (label, attr, scale) in zip(axes, panels, strict=True):
-        everything = np.asarray(columns[attr], dtype=np.float64) * scale
+        counted = panel_rows(columns, attr)
+        everything = np.asarray(columns[attr], dtype=np.float64)[counted] * scale
         for name, chosen in groups:
-            if not chosen.any():
+            if not chosen[counted].any():
                 continue
-            values = np.sort(everything[chosen])
+            values = np.sort(everything[chosen[counted]])
             ys = np.arange(1, len(values) + 1) / len(values)
             style = {"color": "black", "lw": 2.0} if name == "all" else {"lw": 1.2, "alpha": 0.8}
             ax.step(values, ys, where="post", label=name, **style)
         xlabel = label
-        if count:
+        if everything.size:
             p99, top = float(np.percentile(everything, 99)), float(everything.max())
             if top > 1.5 * p99 > 0:
                 # A long tail squeezes the body of the CDF: cut the axis, say so.
@@ -206,7 +216,7 @@ def plot_utilization(
     ax.set_title(
         f"Server utilization over time ({metrics.num_servers} servers, "
         f"bin {metrics.duration_s / num_bins:.3g} s, "
-        f"mean {100 * metrics.mean_server_utilization:.1f}%)"
+        f"mean {percent(metrics.mean_server_utilization)})"
     )
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(alpha=0.3)
@@ -273,7 +283,7 @@ def plot_violation_attribution(path: Path, attribution: ViolationAttribution) ->
     share = attribution.compute_share
     title = f"violated rounds: {attribution.num_violated} of {attribution.num_rounds_with_deadline}"
     if share is not None:
-        title += f", {100 * share:.0f}% with ρ > {attribution.threshold:g}"
+        title += f", {percent(share)} with ρ > {attribution.threshold:g}"
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)

@@ -145,7 +145,7 @@ class RecordFiles:
         return self._written[name]
 
     def _csv(self, name: str, header: tuple[str, ...]) -> Any:
-        handle = self._temporary(name).open("w", newline="")
+        handle = self._temporary(name).open("w", newline="", encoding="utf-8")
         self._csv_files.append(handle)
         writer = csv.writer(handle)
         writer.writerow(header)

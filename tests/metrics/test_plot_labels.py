@@ -30,3 +30,19 @@ def test_the_attainment_plot_says_99_9_when_one_of_3000_missed(
     assert [text.get_text() for text in axes.texts] == ["99.9%\n(2999/3000)"]
     assert axes.get_title() == "SLO attainment per class (overall 99.9%)"
     plots.pyplot().close(drawn[0])
+
+
+def test_the_tpot_cdf_leaves_out_one_token_requests_as_the_statistics_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """REQUESTS' d has one output token: its TPOT 0 was plotted, so the CDF's median could
+    read 0 ms where metrics.json's p50 (which leaves it out) did not."""
+    drawn: list[Any] = []
+    monkeypatch.setattr(plots, "save_figure", lambda plt, fig, path: drawn.append(fig))
+    plots.plot_latency_cdfs(tmp_path / "cdf.png", REQUESTS)
+    tpot_axes = drawn[0].axes[1]
+    (line,) = [ln for ln in tpot_axes.get_lines() if ln.get_label() == "all"]
+    metrics = summarize(REQUESTS, BATCHES, 4.0, 2)
+    assert metrics.tpot is not None and len(line.get_xdata()) == metrics.tpot.count == 3
+    assert min(line.get_xdata()) > 0
+    plots.pyplot().close(drawn[0])
