@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from edgespec.core.types import BatchPlan, PendingVerification, ServerLoad
 from edgespec.policies.interfaces import (
+    BatchingPolicy,
     BatchLimits,
     WindowDecision,
     WindowObservation,
@@ -96,6 +97,31 @@ def check_batch_plan(
     if problem is not None:
         raise PolicyContractError(f"batching policy {policy_name(policy)} {problem}")
     return plan.entry_ids
+
+
+def decide_batch(
+    policy: BatchingPolicy,
+    queue: tuple[PendingVerification, ...],
+    now_s: float,
+    limits: BatchLimits,
+    by_id: Mapping[int, PendingVerification] | None = None,
+) -> tuple[int, ...]:
+    """``policy``'s batch from ``queue`` (a tuple: a policy cannot change the host's view,
+    as a list's ``pop`` did, stalling the server while the simulator ran on), checked by
+    :func:`check_batch_plan`; a policy that raises, or answers anything but a
+    :class:`BatchPlan`, is a :class:`PolicyContractError` naming it, in every host (the
+    simulator printed a traceback where the server said one line)."""
+    try:
+        plan = policy.select(queue, now_s, limits)
+    except PolicyContractError:  # the policy's own (a wrapper's, of its inner policy)
+        raise
+    except Exception as exc:
+        raise PolicyContractError(f"batching policy {policy_name(policy)} raised {exc!r}") from exc
+    if not isinstance(plan, BatchPlan):
+        raise PolicyContractError(
+            f"batching policy {policy_name(policy)} returned {type(plan).__name__}, not a BatchPlan"
+        )
+    return check_batch_plan(policy, plan, queue, limits, by_id)
 
 
 def check_window(policy: object, decision: object) -> WindowDecision:

@@ -124,7 +124,9 @@ class BatchingPolicy(Protocol):
     """Chooses which queued verifications run together in the next forward pass.
 
     Called by the server each time the engine becomes free or a request arrives while
-    it is free. Must return ids from ``queue`` only, respecting ``limits``.
+    it is free. Must return ids from ``queue`` only, respecting ``limits``; ``queue`` is
+    a tuple in every host (:func:`~edgespec.policies.contracts.decide_batch`), read, not
+    changed.
     """
 
     def select(

@@ -1,13 +1,13 @@
 """The scheduler's batch plans (:class:`~edgespec.runtime.server.service.VerificationService`):
 the batching policy's choice over the whole queue under the server's limits, checked by
-the shared contract (:func:`edgespec.policies.contracts.check_batch_plan`)."""
+the shared contract (:func:`edgespec.policies.contracts.decide_batch`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
 from edgespec.core.types import PendingVerification
-from edgespec.policies.contracts import PolicyContractError, check_batch_plan, policy_name
+from edgespec.policies.contracts import decide_batch
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.runtime.server.config import ServerConfig
 
@@ -33,12 +33,4 @@ class BatchPlanner:
     def plan(self, queue: Sequence[PendingVerification], force: bool) -> tuple[int, ...]:
         """The entry ids of the next batch from ``queue``. A policy that raises or breaks
         its contract is a :class:`PolicyContractError` naming the policy."""
-        limits = self.limits(force)
-        try:
-            plan = self._policy.select(queue, self._clock(), limits)
-            return check_batch_plan(self._policy, plan, queue, limits)
-        except PolicyContractError:
-            raise
-        except Exception as exc:
-            name = policy_name(self._policy)
-            raise PolicyContractError(f"batching policy {name} raised {exc!r}") from exc
+        return decide_batch(self._policy, tuple(queue), self._clock(), self.limits(force))

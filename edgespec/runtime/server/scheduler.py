@@ -240,10 +240,11 @@ class Scheduler:
             message = f"verification failed in the target backend: {exc!r}"
             entry.future.set_exception(RequestError(ErrorCode.INTERNAL, message))
 
-    def _shown(self) -> list[PendingVerification]:
-        """The queue as the batching policy sees it: without the held calls."""
+    def _shown(self) -> tuple[PendingVerification, ...]:
+        """The queue as the batching policy sees it: without the held calls (a tuple: the
+        policy cannot change it, nor so which calls a refused plan fails)."""
         held = self._groups.is_held
-        return [e.pending for i, e in self.queue.items() if not held(i)]
+        return tuple(e.pending for i, e in self.queue.items() if not held(i))
 
     def _plan(self, force: bool) -> tuple[int, ...]:
         """The batching policy's choice over the queue it is shown, checked by the shared

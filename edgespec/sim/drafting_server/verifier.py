@@ -10,7 +10,7 @@
   blocks, c^v_1·Σ F^v + c^v_2, each block's F^v by Eq. 14 at its own batch's I_m and
   step. The policy sees the cached tokens rounded to integers (L is fractional). Its
   answer is checked as the server and :mod:`edgespec.sim.loop` check it
-  (:func:`~edgespec.policies.contracts.check_batch_plan`: queued ids, each once, within
+  (:func:`~edgespec.policies.contracts.decide_batch`: queued ids, each once, within
   ``max_batch_size``, ``max_batch_tokens`` and ``max_context_tokens``; a
   :class:`~edgespec.policies.contracts.PolicyContractError` otherwise).
 """
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from edgespec.core.types import PendingVerification
-from edgespec.policies.contracts import check_batch_plan
+from edgespec.policies.contracts import decide_batch
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.sim.drafting_server.stages import StageClock
 
@@ -136,10 +136,9 @@ class PolicyVerifier:
     def next_pass(self, now_s: float, force: bool) -> VerifyPass | None:
         if not self._pending:
             return None
-        queue = list(self._pending.values())
+        queue = tuple(self._pending.values())
         limits = replace(self.limits, force=force)
-        plan = self.policy.select(queue, now_s, limits)
-        chosen = check_batch_plan(self.policy, plan, queue, limits, self._pending)
+        chosen = decide_batch(self.policy, queue, now_s, limits, self._pending)
         if not chosen:
             return None
         blocks = tuple(self._blocks.pop(i) for i in chosen)

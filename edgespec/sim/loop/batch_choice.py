@@ -7,7 +7,7 @@ from __future__ import annotations
 from edgespec.core.frozen import frozen_builder
 from edgespec.core.prefill_parts import part_tokens
 from edgespec.core.types import PendingVerification
-from edgespec.policies.contracts import check_batch_plan
+from edgespec.policies.contracts import decide_batch
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.policies.slo import DEADLINE_FUNCTIONS, DeadlineRule, acceptance_estimate
 from edgespec.sim.model.entities import ServerState, Session
@@ -127,9 +127,9 @@ def select_batch(
         if entry is None or entry.entry_id != s.entry_id or entry.num_cached_tokens != cached:
             entry = s.pending = pending_entry(s, cached, rule, server)
         by_id[entry.entry_id] = entry
-    pending = [*by_id.values()]  # queue order
+    pending = (*by_id.values(),)  # queue order; a tuple: the policy cannot change it
     limit = limits[server.num_active == len(queue)]
-    entry_ids = check_batch_plan(policy, policy.select(pending, t, limit), pending, limit, by_id)
+    entry_ids = decide_batch(policy, pending, t, limit, by_id)
     if not entry_ids:
         return []
     if len(entry_ids) == len(queue):

@@ -3,16 +3,23 @@ context) and how a policy that breaks its contract, or raises, is reported."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
 from edgespec.config import from_dict
-from edgespec.core.types import BatchPlan, PendingVerification
+from edgespec.core.types import BatchPlan, PendingVerification, SamplingParams
 from edgespec.policies.contracts import PolicyContractError
 from edgespec.policies.interfaces import BatchLimits
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import SessionSpec, VerifyCall
 from edgespec.runtime.server.batch_planner import BatchPlanner
 from edgespec.runtime.server.config import ServerConfig
+from edgespec.runtime.server.engine import VerificationEngine
+from edgespec.runtime.server.service import VerificationService
 
 CONFIG = from_dict(
     ServerConfig, {"max_batch_size": 3, "max_batch_tokens": 40, "kv_budget_tokens": 100}
@@ -71,3 +78,60 @@ def test_a_raising_policy_is_named(error: Exception, message: str) -> None:
     with pytest.raises(PolicyContractError) as info:
         planner.plan([_entry(1, 5, 10)], force=True)
     assert str(info.value) == message
+
+
+class _Popping:
+    """Takes its entry out of the queue it is shown, as a list's ``pop`` does."""
+
+    def select(self, queue: Any, now_s: float, limits: BatchLimits) -> BatchPlan:
+        return BatchPlan((queue.pop(0).entry_id,))
+
+
+class _Listing:
+    """Answers a list of ids, not a BatchPlan."""
+
+    def select(self, queue: Any, now_s: float, limits: BatchLimits) -> Any:
+        return [e.entry_id for e in queue]
+
+
+def test_a_policy_that_changes_its_queue_fails_its_calls_in_one_line(
+    target: TransformersTarget,
+) -> None:
+    """A policy shown a list popped from it: the server refused every plan (the id was no
+    longer in the list the contract checked) without failing a call, 237 refusals in 6 s,
+    the client giving up after a minute; the simulator, checking against its own index,
+    ran on. The queue is a tuple in every host: the policy's error fails its calls."""
+
+    async def scenario() -> RequestError:
+        engine = VerificationEngine(target)
+        service = VerificationService(engine, from_dict(ServerConfig, {}), _Popping())
+        await service.start()
+        service.open_session(SessionSpec("s", "x", (1, 2, 3), SamplingParams(max_new_tokens=4)))
+        with pytest.raises(RequestError) as info:
+            await asyncio.wait_for(service.verify(VerifyCall("s", 3, ())), 10)
+        await service.stop()
+        return info.value
+
+    error = asyncio.run(scenario())
+    assert error.code is ErrorCode.INTERNAL
+    assert error.message == (
+        "batching policy _Popping raised AttributeError(\"'tuple' object has no attribute 'pop'\")"
+    )
+
+
+def test_an_answer_that_is_no_batch_plan_is_named_in_the_simulator_too() -> None:
+    """The simulator printed AttributeError: 'list' object has no attribute 'entry_ids'."""
+    from edgespec.policies.registry import BATCHING
+    from edgespec.sim.setup.scenario import scenario_from_dict
+    from edgespec.sim.simulator import simulate
+    from tests.sim.helpers import tiny_scenario
+
+    BATCHING["listing-probe"] = _Listing
+    try:
+        data = tiny_scenario(duration_s=2.0)
+        data["policies"] = {"batching": {"name": "listing-probe"}}
+        with pytest.raises(PolicyContractError) as info:
+            simulate(scenario_from_dict(data))
+    finally:
+        del BATCHING["listing-probe"]
+    assert str(info.value) == "batching policy _Listing returned list, not a BatchPlan"
