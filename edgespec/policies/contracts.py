@@ -147,8 +147,14 @@ def check_window(policy: object, decision: object) -> WindowDecision:
 def decide_window(policy: WindowPolicy, observation: WindowObservation) -> WindowDecision:
     """The window policy's decision for ``observation``, checked (:func:`check_window`):
     the one place where both hosts ask a window policy, so a γ < 1, a non-integer γ or a
-    non-bool ``fused`` is refused with the same :class:`PolicyContractError` everywhere."""
-    decision = policy.next_window(observation)
+    non-bool ``fused`` is refused with the same :class:`PolicyContractError` everywhere,
+    as is a policy that raises (a traceback in the simulator and the drafter)."""
+    try:
+        decision = policy.next_window(observation)
+    except PolicyContractError:
+        raise
+    except Exception as exc:
+        raise PolicyContractError(f"window policy {policy_name(policy)} raised {exc!r}") from exc
     if type(decision) is WindowDecision:  # the common case, checked without a call
         gamma = decision.gamma
         if type(gamma) is int and gamma >= 1 and type(decision.fused) is bool:

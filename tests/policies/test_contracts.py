@@ -12,8 +12,9 @@ from edgespec.policies.contracts import (
     check_batch_plan,
     check_route,
     check_window,
+    decide_window,
 )
-from edgespec.policies.interfaces import BatchLimits, WindowDecision
+from edgespec.policies.interfaces import BatchLimits, WindowDecision, WindowObservation
 from edgespec.policies.loads import LoadView
 
 
@@ -89,3 +90,16 @@ def test_a_bool_is_not_a_server_id(view: bool) -> None:
     with pytest.raises(PolicyContractError) as info:
         check_route(object(), True, loads)
     assert str(info.value) == "routing policy object returned server True; expected one of [0, 1]"
+
+
+def test_a_window_policy_that_raises_is_named_in_one_line() -> None:
+    """Its error went up raw: a traceback in the simulator and the drafter, where the
+    server's fused rounds and every batching policy already said one line."""
+
+    class Broken:
+        def next_window(self, obs: WindowObservation) -> WindowDecision:
+            raise ZeroDivisionError("no rounds yet")
+
+    with pytest.raises(PolicyContractError) as info:
+        decide_window(Broken(), WindowObservation(previous_gamma=0, recent_acceptance=None))
+    assert str(info.value) == "window policy Broken raised ZeroDivisionError('no rounds yet')"

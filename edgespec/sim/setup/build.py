@@ -96,7 +96,11 @@ def build_parts(
     scenario = resolved.scenario
     if policies is None:
         policies = policies_from(resolved.policies)
-    if fusing(policies.window, scenario.mode) is not False and not resolved.colocated:
+    # a policy that says it may fuse needs co-located drafts; one that says nothing runs as
+    # its spec's registry entry (WINDOW_FUSES) said when the scenario was resolved (a
+    # fused answer then stops the run, naming it): it was refused here, though the docs'
+    # registration steps had said it never fuses
+    if fusing(policies.window, scenario.mode) is True and not resolved.colocated:
         raise ValueError(
             f"window policy {policies.window!r} may run fused rounds: resolve the scenario "
             "with colocated=True"
