@@ -91,7 +91,10 @@ class MetricsAccumulator:
     def add_request(self, record: RequestRecord) -> None:
         """Count one completed request."""
         rid = record.request_id
-        if not record.arrival_s <= record.first_token_s <= record.finish_s:
+        if not (
+            math.isfinite(record.finish_s)  # (NaN fails the chain below; inf would pass it)
+            and record.arrival_s <= record.first_token_s <= record.finish_s
+        ):
             raise ValueError(
                 f"request {rid!r}: need arrival_s <= first_token_s <= finish_s, got "
                 f"{record.arrival_s}, {record.first_token_s}, {record.finish_s}"
@@ -126,10 +129,13 @@ class MetricsAccumulator:
     def add_batch(self, record: BatchRecord) -> None:
         """Count one verification forward pass."""
         start, end, size, server = record.start_s, record.end_s, record.batch_size, record.server_id
-        if end < start or size < 1 or server < 0:
+        tokens = (record.num_new_tokens, record.num_cached_tokens)
+        finite = math.isfinite(start) and math.isfinite(end)  # NaN's busy time was dropped
+        if not (finite and end >= start) or size < 1 or server < 0 or min(tokens) < 0:
             raise ValueError(
-                f"batch on server {server} at {start}: need end_s >= start_s, "
-                f"batch_size >= 1, server_id >= 0; got end_s={end}, batch_size={size}"
+                f"batch on server {server} at {start}: need finite start_s <= end_s, "
+                f"batch_size >= 1, server_id >= 0 and token counts >= 0; got end_s={end}, "
+                f"batch_size={size}, tokens (new, cached) {tokens}"
             )
         self._num_batches += 1
         self._num_forwarded += record.num_new_tokens

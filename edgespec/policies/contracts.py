@@ -33,6 +33,7 @@ from edgespec.core.types import BatchPlan, PendingVerification, ServerLoad
 from edgespec.policies.interfaces import (
     BatchingPolicy,
     BatchLimits,
+    RoutingPolicy,
     WindowDecision,
     WindowObservation,
     WindowPolicy,
@@ -160,6 +161,19 @@ def decide_window(policy: WindowPolicy, observation: WindowObservation) -> Windo
         if type(gamma) is int and gamma >= 1 and type(decision.fused) is bool:
             return decision
     return check_window(policy, decision)
+
+
+def decide_route(policy: RoutingPolicy, loads: LoadView, rng: np.random.Generator) -> int:
+    """The routing policy's server for a request over ``loads``, checked
+    (:func:`check_route`): both hosts ask here, so a policy that raises is a
+    :class:`PolicyContractError` naming it in each (its error went up raw)."""
+    try:
+        server_id = policy.route(loads, rng)
+    except PolicyContractError:
+        raise
+    except Exception as exc:
+        raise PolicyContractError(f"routing policy {policy_name(policy)} raised {exc!r}") from exc
+    return check_route(policy, server_id, loads)
 
 
 def check_route(policy: object, server_id: object, loads: Sequence[ServerLoad]) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import pytest
@@ -238,6 +239,8 @@ def test_exact_sum_is_order_independent() -> None:
     [
         (_req("x", 2.0, 1.0, 3.0, 4), "request 'x': need arrival_s <= first_token_s <= finish_s"),
         (_req("y", 0.0, 1.0, 3.0, 4, drafted=2, accepted=3), "request 'y': num_accepted=3"),
+        # an infinite finish passed the chain: E2E's stats became null beside a count of 1
+        (_req("z", 0.0, 1.0, math.inf, 4), "request 'z': need arrival_s <= first_token_s"),
     ],
 )
 def test_bad_request_records_are_named(record: RequestRecord, message: str) -> None:
@@ -247,10 +250,15 @@ def test_bad_request_records_are_named(record: RequestRecord, message: str) -> N
 
 def test_bad_batches_and_arguments_are_named() -> None:
     acc = MetricsAccumulator()
-    with pytest.raises(ValueError, match="batch on server 1 at 2.0: need end_s >= start_s, "):
+    with pytest.raises(ValueError, match="batch on server 1 at 2.0: need finite start_s <= "):
         acc.add_batch(BatchRecord(1, 2.0, 1.0, 1, 1, 0))
     with pytest.raises(ValueError, match="got end_s=3.0, batch_size=0"):
         acc.add_batch(BatchRecord(1, 2.0, 3.0, 0, 1, 0))
+    # a NaN end dropped the batch's busy time; negative tokens made throughput negative
+    with pytest.raises(ValueError, match="got end_s=nan"):
+        acc.add_batch(BatchRecord(1, 2.0, math.nan, 1, 1, 0))
+    with pytest.raises(ValueError, match=r"tokens \(new, cached\) \(-5, 0\)"):
+        acc.add_batch(BatchRecord(1, 2.0, 3.0, 1, -5, 0))
     acc.add_batch(BatchRecord(3, 0.0, 1.0, 1, 1, 0))
     with pytest.raises(ValueError, match=r"batch on server 3 but num_servers=2 \(server ids"):
         acc.finish(10.0, 2)

@@ -12,6 +12,7 @@ from edgespec.policies.contracts import (
     check_batch_plan,
     check_route,
     check_window,
+    decide_route,
     decide_window,
 )
 from edgespec.policies.interfaces import BatchLimits, WindowDecision, WindowObservation
@@ -103,3 +104,14 @@ def test_a_window_policy_that_raises_is_named_in_one_line() -> None:
     with pytest.raises(PolicyContractError) as info:
         decide_window(Broken(), WindowObservation(previous_gamma=0, recent_acceptance=None))
     assert str(info.value) == "window policy Broken raised ZeroDivisionError('no rounds yet')"
+
+
+def test_a_routing_policy_that_raises_is_named_in_one_line() -> None:
+    class Broken:
+        def route(self, loads: object, rng: np.random.Generator) -> int:
+            raise KeyError("server 9")
+
+    view = LoadView([ServerLoad(0, 0, 0)])
+    with pytest.raises(PolicyContractError) as info:
+        decide_route(Broken(), view, np.random.default_rng(0))
+    assert str(info.value) == "routing policy Broken raised KeyError('server 9')"

@@ -8,7 +8,7 @@ batch; ``num_active_sessions`` = sessions the server holds; ``busy`` = a verific
 is running); :func:`route` shows them to the policy as a
 :class:`~edgespec.policies.loads.LoadView`, as the simulator does, calls it once and
 checks its answer
-(:func:`edgespec.policies.contracts.check_route`). Every server is asked at once, each
+(:func:`edgespec.policies.contracts.decide_route`). Every server is asked at once, each
 ``Stats`` waited for at most :data:`~edgespec.runtime.edge.reconnect.MIN_ATTEMPT_S` (a
 server that takes the call and never answers, hung, holds a routing round no longer, not a
 request timeout per server); a server that does not answer in time is left out of the
@@ -36,7 +36,7 @@ from typing import Protocol
 import numpy as np
 
 from edgespec.core.types import ServerLoad
-from edgespec.policies.contracts import check_route
+from edgespec.policies.contracts import decide_route
 from edgespec.policies.interfaces import RoutingPolicy
 from edgespec.policies.loads import LoadView, server_load
 from edgespec.runtime.edge.reconnect import (
@@ -172,7 +172,7 @@ def route(
     if not loads:
         raise _none_took(failed)
     view = LoadView(loads)
-    chosen = check_route(policy, policy.route(view, rng), view)
+    chosen = decide_route(policy, view, rng)
     return RouteChoice(chosen, tuple(loads), tuple(failed), tuple(failed.values()))
 
 

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from edgespec.core.types import ServerLoad
-from edgespec.policies.contracts import check_route
+from edgespec.policies.contracts import decide_route
 from edgespec.policies.interfaces import RoutingPolicy
 from edgespec.policies.loads import LoadView, server_load
 from edgespec.sim.model.entities import ServerState
@@ -158,7 +158,7 @@ class Router:
             chosen = tied[int(cell.rng.integers(len(tied)))] if len(tied) > 1 else tied[0]
             return self.servers[chosen.server_id]
         policy = cell.policy
-        return self.servers[check_route(policy, policy.route(view, cell.rng), view)]
+        return self.servers[decide_route(policy, view, cell.rng)]
 
     def _settle_least(self, view: LoadView, t: float, inclusive: bool) -> None:
         """Drain the least-loaded servers until none has an inbound block due (each checked
