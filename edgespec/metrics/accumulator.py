@@ -91,10 +91,7 @@ class MetricsAccumulator:
     def add_request(self, record: RequestRecord) -> None:
         """Count one completed request."""
         rid = record.request_id
-        if not (
-            math.isfinite(record.finish_s)  # (NaN fails the chain below; inf would pass it)
-            and record.arrival_s <= record.first_token_s <= record.finish_s
-        ):
+        if not record.arrival_s <= record.first_token_s <= record.finish_s < math.inf:
             raise ValueError(
                 f"request {rid!r}: need arrival_s <= first_token_s <= finish_s, got "
                 f"{record.arrival_s}, {record.first_token_s}, {record.finish_s}"
@@ -129,9 +126,8 @@ class MetricsAccumulator:
     def add_batch(self, record: BatchRecord) -> None:
         """Count one verification forward pass."""
         start, end, size, server = record.start_s, record.end_s, record.batch_size, record.server_id
-        tokens = (record.num_new_tokens, record.num_cached_tokens)
-        finite = math.isfinite(start) and math.isfinite(end)  # NaN's busy time was dropped
-        if not (finite and end >= start) or size < 1 or server < 0 or min(tokens) < 0:
+        tokens = (record.num_new_tokens, record.num_cached_tokens)  # a NaN's busy time was lost
+        if not -math.inf < start <= end < math.inf or size < 1 or server < 0 or min(tokens) < 0:
             raise ValueError(
                 f"batch on server {server} at {start}: need finite start_s <= end_s, "
                 f"batch_size >= 1, server_id >= 0 and token counts >= 0; got end_s={end}, "

@@ -189,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
 
     from edgespec.profiling.checkpoint import CheckpointError, checkpoint_path
     from edgespec.profiling.grid import design_grid
+    from edgespec.profiling.measure import check_grid_context
     from edgespec.profiling.quality import fit_warnings
     from edgespec.profiling.run import write_profiles
     from edgespec.profiling.summary import print_summary
@@ -210,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"resuming: {len(resume.draft_cells)} draft batch cells already timed")
     with console.status(f"loading {args.target}" + (f" and {args.draft}" if args.draft else "")):
         target, draft = _load_pair(args)
-    _check_context(target.model, spec, args.scale)  # before the checkpoint: nothing to resume
+    check_grid_context(target.model, spec, args.scale)  # before the checkpoint: none to resume
     result = _measure(args, spec, resume, (target, draft), console)
     if result is None:
         return 130
@@ -221,18 +222,6 @@ def run(args: argparse.Namespace) -> int:
     for warning in fit_warnings(result):
         print(f"edgespec profile: {warning}", file=sys.stderr, flush=True)
     return 0
-
-
-def _check_context(model: Any, spec: Any, scale: float) -> None:
-    """A :class:`UserInputError` when the grid's largest entry is past the target's context
-    (:func:`edgespec.profiling.measure.grid_context_problem`): it failed mid-profile."""
-    from edgespec.errors import UserInputError
-    from edgespec.profiling.grid import design_grid
-    from edgespec.profiling.measure import grid_context_problem
-
-    context = model.config.get_text_config().max_position_embeddings
-    if context and (problem := grid_context_problem(design_grid(spec), context, scale)):
-        raise UserInputError(problem)
 
 
 def batch_sizes(args: argparse.Namespace) -> tuple[int, ...]:

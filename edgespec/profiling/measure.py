@@ -14,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from time import perf_counter, process_time
+from typing import Any
 
 import numpy as np
 
 from edgespec.core.types import SamplingParams
 from edgespec.errors import UserInputError
 from edgespec.policies.estimator import BatchShape
-from edgespec.profiling.grid import Entry, GridConfig, GridSpec
+from edgespec.profiling.grid import Entry, GridConfig, GridSpec, design_grid
 from edgespec.runtime.backends.base import TargetBackend
 from edgespec.runtime.messages import SessionSpec, VerifyCall
 from edgespec.runtime.server.engine import VerificationEngine
@@ -103,6 +104,14 @@ def context_needed(entry: Entry) -> int:
     new, cached = entry
     prompt = cached if cached > 0 else new - cold_draft_tokens(new)
     return prompt + _output_budget(entry)
+
+
+def check_grid_context(model: Any, spec: GridSpec, scale: float) -> None:
+    """A :class:`UserInputError` when ``spec``'s grid, laid out at ``--scale`` ``scale``,
+    has an entry past the target ``model``'s context (:func:`grid_context_problem`)."""
+    context = model.config.get_text_config().max_position_embeddings
+    if context and (problem := grid_context_problem(design_grid(spec), context, scale)):
+        raise UserInputError(problem)
 
 
 def grid_context_problem(grid: Sequence[GridConfig], context: int, scale: float) -> str | None:

@@ -126,9 +126,8 @@ class Scheduler:
                 self.left_calls.left(entry)
 
     def fail_session(self, session_id: str, event: str) -> None:
-        """``session_id`` was just closed (``event``: how): its queued call leaves the
-        queue, one in the batch being verified no longer holds the id (the pass's result
-        for it is dropped), and each caller gets ``NOT_FOUND`` naming the session."""
+        """``session_id`` was just closed (``event``: how): its queued call leaves the queue,
+        one in the pass running is dropped, each caller ``NOT_FOUND`` naming the session."""
         self.left_calls.forget(session_id)
         if self._round_log is not None:
             self._round_log.forget(session_id)
@@ -241,8 +240,7 @@ class Scheduler:
             entry.future.set_exception(RequestError(ErrorCode.INTERNAL, message))
 
     def _shown(self) -> tuple[PendingVerification, ...]:
-        """The queue as the batching policy sees it: without the held calls (a tuple: the
-        policy cannot change it, nor so which calls a refused plan fails)."""
+        """The queue as the batching policy sees it (read-only), without the held calls."""
         held = self._groups.is_held
         return tuple(e.pending for i, e in self.queue.items() if not held(i))
 
