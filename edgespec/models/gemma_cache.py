@@ -85,16 +85,12 @@ def converted_once(
     with ``Directory not empty``, its 1.1 GB folder left behind). A conversion that fails
     or is stopped leaves no temporary folder; one a killed process left, or an incomplete
     or stale ``out_dir``, is removed before converting."""
-
-    def complete() -> bool:
-        return is_complete(out_dir, marker, source)
-
-    if complete():
+    if is_complete(out_dir, marker, source):
         return out_dir
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     with out_dir.with_name(out_dir.name + ".lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if complete():
+        if is_complete(out_dir, marker, source):
             return out_dir
         for stale in [*out_dir.parent.glob(f"{out_dir.name}.tmp*"), out_dir]:
             shutil.rmtree(stale, ignore_errors=True)
@@ -175,8 +171,9 @@ def gemma_directory() -> Path:
     if gemma_converted():
         return _fp32_copy()
     gguf_path = bundled_gguf()
-    convert = lambda tmp: _convert_gguf(gguf_path, tmp)  # noqa: E731
-    return converted_once(_fp32_copy(), convert, source=_copy_key())
+    return converted_once(
+        _fp32_copy(), lambda tmp: _convert_gguf(gguf_path, tmp), source=_copy_key()
+    )
 
 
 def gemma_tokenizer_directory() -> Path:

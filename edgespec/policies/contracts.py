@@ -100,6 +100,12 @@ def check_batch_plan(
     return plan.entry_ids
 
 
+def _raised(kind: str, policy: object, exc: Exception) -> PolicyContractError:
+    """The error of a ``kind`` policy whose call raised ``exc`` (not a contract error of
+    its own, which the hosts pass on as it is)."""
+    return PolicyContractError(f"{kind} policy {policy_name(policy)} raised {exc!r}")
+
+
 def decide_batch(
     policy: BatchingPolicy,
     queue: tuple[PendingVerification, ...],
@@ -117,7 +123,7 @@ def decide_batch(
     except PolicyContractError:  # the policy's own (a wrapper's, of its inner policy)
         raise
     except Exception as exc:
-        raise PolicyContractError(f"batching policy {policy_name(policy)} raised {exc!r}") from exc
+        raise _raised("batching", policy, exc) from exc
     if not isinstance(plan, BatchPlan):
         raise PolicyContractError(
             f"batching policy {policy_name(policy)} returned {type(plan).__name__}, not a BatchPlan"
@@ -155,7 +161,7 @@ def decide_window(policy: WindowPolicy, observation: WindowObservation) -> Windo
     except PolicyContractError:
         raise
     except Exception as exc:
-        raise PolicyContractError(f"window policy {policy_name(policy)} raised {exc!r}") from exc
+        raise _raised("window", policy, exc) from exc
     if type(decision) is WindowDecision:  # the common case, checked without a call
         gamma = decision.gamma
         if type(gamma) is int and gamma >= 1 and type(decision.fused) is bool:
@@ -172,7 +178,7 @@ def decide_route(policy: RoutingPolicy, loads: LoadView, rng: np.random.Generato
     except PolicyContractError:
         raise
     except Exception as exc:
-        raise PolicyContractError(f"routing policy {policy_name(policy)} raised {exc!r}") from exc
+        raise _raised("routing", policy, exc) from exc
     return check_route(policy, server_id, loads)
 
 

@@ -169,8 +169,12 @@ def named_at(exc: Exception, where: str) -> Exception:
 
 def at_point(exc: Exception, n: int, total: int, point: Mapping[str, Any]) -> Exception:
     """``exc`` naming sweep point ``n`` (from 0) of ``total`` (:func:`named_at`)."""
-    label = " ".join(override_text(k, v) for k, v in point.items())
-    return named_at(exc, f"at sweep point {n + 1} of {total} ({label})")
+    return named_at(exc, f"at sweep point {n + 1} of {total} ({point_label(point)})")
+
+
+def point_label(point: Mapping[str, Any]) -> str:
+    """A point as its overrides type it: ``seed=1 duration_s=5``."""
+    return " ".join(override_text(k, v) for k, v in point.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,10 +196,9 @@ class _PointRun:
 
 def _died(n: int, total: int, point: Mapping[str, Any]) -> str:
     """What a sweep whose point ``n`` (from 0) lost its worker process says."""
-    label = " ".join(override_text(k, v) for k, v in point.items())
-    return (f"sweep point {n + 1} of {total} ({label}): its worker process died without an "
-            "answer (killed: out of memory, or a signal); the points finished are kept: run "
-            "the same command again, with fewer --workers if memory ran out")  # fmt: skip
+    return (f"sweep point {n + 1} of {total} ({point_label(point)}): its worker process died "
+            "without an answer (killed: out of memory, or a signal); the points finished are "
+            "kept: run the same command again, with fewer --workers if memory ran out")  # fmt: skip
 
 
 def tracked(bar: Any, description: str, items: Sequence[T]) -> Iterator[T]:
@@ -245,7 +248,7 @@ def run_sweep(
                     metrics[index] = result
                     if kept is not None:
                         kept.keep(index, result)
-                    label = " ".join(override_text(k, v) for k, v in points[index].items())
+                    label = point_label(points[index])
                     bar.update(task, description=f"sweep: done {label}", advance=1)
             except WorkerDied as died:  # its process killed: the machine's, not the input's
                 n = items[died.index][0]

@@ -128,7 +128,7 @@ class LlamaCppDraft:
                 f"draft's trained context of {trained} tokens"
             )
         size = -(-max(needed, 2 * self._ctx.context_tokens) // CELL_BLOCK) * CELL_BLOCK
-        size = max(needed, min(size, trained)) if trained > 0 else size
+        size = min(size, trained) if trained > 0 else size  # trained >= needed, above
         settings = dataclasses.replace(self._ctx.settings, context_tokens=size)
         self._ctx.close()
         self._cached = []

@@ -111,9 +111,8 @@ def _run(args: argparse.Namespace) -> int:
     if not config.target:
         raise ConfigError("target", "no target model given (--target MODEL)")
     draft = draft_to_load(config, args.draft)
-    choice = target_choice(
-        args, config.target, thread_count(args.cpus, args.threads)
-    )  # a non-GGUF fails here
+    threads = thread_count(args.cpus, args.threads)  # llama.cpp's: --threads, else --cpus
+    choice = target_choice(args, config.target, threads)  # a non-GGUF fails here
     semantic_head(config, _say, draft)  # not a head, or another pair's: fails before loading
     check_profile(config)  # a drafter's or another model's profile: refused
     window = window_from_args(args)
